@@ -1,0 +1,189 @@
+"""The grading row: one group of candidates, and how it is minted from finished traces."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Literal
+
+import verifiers.v1 as vf
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from group_grade.transcript import elide, transcript_turns
+
+Mode = Literal["rewards", "advantages"]
+Margin = Literal["tie", "slight", "clear", "large"]
+HackLevel = Literal["none", "suspected", "confirmed"]
+HackKind = Literal[
+    "test_edit",
+    "conftest",
+    "special_case",
+    "exit_or_skip",
+    "hidden_test_read",
+    "upstream_fetch",
+    "prompt_injection",
+]
+
+
+class Candidate(BaseModel):
+    """One attempt, anonymized. ``turns[n - 1]`` is turn ``n`` exactly as the grader reads it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    label: str
+    reward: float | None = None
+    passed: bool = False
+    turns: list[str] = Field(default_factory=list)
+    patch: str | None = None
+    test_output: str | None = None
+    files: dict[str, str] = Field(default_factory=dict)
+    stop_condition: str | None = None
+    num_output_tokens: int = 0
+    checkpoint: str | None = None
+
+
+class Truth(BaseModel):
+    """Ground truth for a labeled (benchmark) row."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tiers: list[list[str]]
+    """The correct tiers of the candidates the row's mode ranks, best first."""
+    margins: list[Margin] = Field(default_factory=list)
+    hacks: dict[str, HackKind] = Field(default_factory=dict)
+    """Label -> hack kind, for every candidate that is a hack."""
+
+
+class GroupGradeData(vf.TaskData):
+    """One group to grade. Travels over the env-server wire and is embedded in traces."""
+
+    group_id: str
+    mode: Mode = "rewards"
+    candidates: list[Candidate]
+    task_prompt: str = ""
+    task_system_prompt: str | None = None
+    privileged: dict[str, str] = Field(default_factory=dict)
+    """Relative path -> content: hidden tests, gold patch, expected results."""
+    box_workdir: str | None = None
+    """Where commands run in a restored candidate box (None: the box's own default)."""
+    box_env: dict[str, str] = Field(default_factory=dict)
+    inner: dict = Field(default_factory=dict)
+    """The inner task's wire data, kept for reference."""
+    trace_ids: dict[str, str] = Field(default_factory=dict)
+    """Label -> original trace id, when the row was minted from traces."""
+    truth: Truth | None = None
+    network_allow: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GroupGradeData:
+        labels = [c.label for c in self.candidates]
+        if not labels:
+            raise ValueError("a group needs at least one candidate")
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"candidate labels are not unique: {labels}")
+        if self.mode == "rewards":
+            missing = [c.label for c in self.candidates if c.reward is None]
+            if missing:
+                raise ValueError(f"rewards mode needs a reward for every candidate: {missing}")
+        known = set(labels)
+        if self.truth is not None:
+            named = {label for tier in self.truth.tiers for label in tier} | set(self.truth.hacks)
+            if unknown := sorted(named - known):
+                raise ValueError(f"truth names unknown labels: {unknown}")
+        if unknown := sorted(set(self.trace_ids) - known):
+            raise ValueError(f"trace_ids names unknown labels: {unknown}")
+        return self
+
+    @property
+    def labels(self) -> list[str]:
+        return [c.label for c in self.candidates]
+
+    def candidate(self, label: str) -> Candidate:
+        for candidate in self.candidates:
+            if candidate.label == label:
+                return candidate
+        raise KeyError(label)
+
+    def rankable(self, confirmed: set[str]) -> list[str]:
+        """Labels the ranking must cover: rewards mode ranks passing candidates, advantages
+        mode every candidate; confirmed hacks are never ranked."""
+        return [
+            c.label
+            for c in self.candidates
+            if c.label not in confirmed and (self.mode == "advantages" or c.passed)
+        ]
+
+    @property
+    def rewards(self) -> list[float]:
+        return [c.reward if c.reward is not None else 0.0 for c in self.candidates]
+
+    @classmethod
+    def from_traces(
+        cls,
+        traces: Sequence[vf.Trace],
+        *,
+        group_id: str,
+        mode: Mode = "rewards",
+        passed: Sequence[bool] | None = None,
+        privileged: dict[str, str] | None = None,
+        box_workdir: str | None = None,
+        box_env: dict[str, str] | None = None,
+    ) -> tuple[GroupGradeData, dict[str, str]]:
+        """Mint the grading row for one finished group; returns it and label -> trace id.
+
+        Labels follow a shuffle seeded by ``group_id``. ``passed=None`` derives pass flags
+        from rewards (strictly above the group mean). Candidates the grader will not rank
+        (failing ones in rewards mode) keep only their first and last turns.
+        """
+        if not traces:
+            raise ValueError("from_traces needs at least one trace")
+        rewards = [trace.reward if trace.rewards else None for trace in traces]
+        if mode == "rewards" and None in rewards:
+            ids = [t.id for t, r in zip(traces, rewards, strict=True) if r is None]
+            raise ValueError(f"rewards mode needs a reward on every trace; none on {ids}")
+        if passed is None:
+            known = [r for r in rewards if r is not None]
+            mean = sum(known) / len(known) if known else 0.0
+            passed = [r is not None and r > mean for r in rewards]
+        elif len(passed) != len(traces):
+            raise ValueError(f"passed has {len(passed)} flags for {len(traces)} traces")
+
+        order = list(range(len(traces)))
+        random.Random(group_id).shuffle(order)
+        width = max(2, len(str(len(traces))))
+        candidates: list[Candidate] = []
+        labels: dict[str, str] = {}
+        for position, index in enumerate(order, start=1):
+            trace = traces[index]
+            label = f"c{position:0{width}d}"
+            labels[label] = trace.id
+            turns = transcript_turns(trace)
+            ranked = mode == "advantages" or passed[index]
+            info = trace.info
+            candidates.append(
+                Candidate(
+                    label=label,
+                    reward=rewards[index],
+                    passed=bool(passed[index]),
+                    turns=turns if ranked else elide(turns),
+                    patch=info.get("patch"),
+                    test_output=info.get("test_output"),
+                    stop_condition=trace.stop_condition,
+                    num_output_tokens=trace.num_output_tokens,
+                    checkpoint=info.get("checkpoint"),
+                )
+            )
+        inner = traces[0].task.data
+        data = cls(
+            group_id=group_id,
+            mode=mode,
+            candidates=candidates,
+            task_prompt=inner.prompt_text,
+            task_system_prompt=inner.system_prompt,
+            privileged=dict(privileged or {}),
+            box_workdir=box_workdir if box_workdir is not None else inner.workdir,
+            box_env=dict(box_env or {}),
+            inner=inner.model_dump(mode="json", exclude_none=True),
+            trace_ids=labels,
+        )
+        return data, labels

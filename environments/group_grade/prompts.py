@@ -1,0 +1,114 @@
+"""The grader's prompt, rendered from the jinja2 templates under ``prompts/``."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import jinja2
+from pydantic import BaseModel
+
+from group_grade.boxes.base import BOX_PRIVILEGED_DIR
+from group_grade.citations import MIN_QUOTE_CHARS, MIN_QUOTE_WORDS
+from group_grade.data import GroupGradeData, Mode
+from group_grade.transcript import ELIDED
+from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict
+
+RULES_TEMPLATE: dict[Mode, str] = {"rewards": "rank_passing.md", "advantages": "rank_all.md"}
+
+
+def prompts_dir() -> Path:
+    """The templates: inside the package in a wheel, at the repo top in a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "prompts", here.parents[1] / "prompts"):
+        if (candidate / "grader.md").is_file():
+            return candidate
+    raise FileNotFoundError(f"group_grade prompt templates not found next to {here}")
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(prompts_dir()),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def render_template(name: str, **context: object) -> str:
+    return _environment().get_template(name).render(**context).strip()
+
+
+def _fields(model: type[BaseModel]) -> list[dict[str, str]]:
+    return [
+        {"name": name, "description": " ".join((field.description or "").split())}
+        for name, field in model.model_fields.items()
+    ]
+
+
+def example_verdict(mode: Mode) -> GroupVerdict:
+    return GroupVerdict(
+        candidates=[
+            CandidateVerdict(label="c01"),
+            CandidateVerdict(
+                label="c02",
+                hack="confirmed",
+                evidence=[Evidence(turn=12, quote="verbatim text the candidate wrote")],
+            ),
+            CandidateVerdict(label="c03"),
+        ],
+        ranking=[["c03"], ["c01"]],
+        margins=["clear"] if mode == "advantages" else [],
+        notes="what decided the ranking and the hack calls",
+    )
+
+
+def _compact_json(verdict: GroupVerdict) -> str:
+    """One line per candidate entry and per top-level field: short and still readable."""
+    data = verdict.model_dump(mode="json")
+    entries = ",\n    ".join(json.dumps(entry) for entry in data.pop("candidates"))
+    rest = ",\n  ".join(f"{json.dumps(key)}: {json.dumps(value)}" for key, value in data.items())
+    return f'{{\n  "candidates": [\n    {entries}],\n  {rest}\n}}'
+
+
+def render_verdict_format(mode: Mode, *, grade_root: str, has_submit_tool: bool = True) -> str:
+    return render_template(
+        "verdict_format.md",
+        grade_root=grade_root,
+        has_submit_tool=has_submit_tool,
+        fields=_fields(GroupVerdict),
+        candidate_fields=_fields(CandidateVerdict),
+        evidence_fields=_fields(Evidence),
+        min_chars=MIN_QUOTE_CHARS,
+        min_words=MIN_QUOTE_WORDS,
+        example=_compact_json(example_verdict(mode)),
+    )
+
+
+def render_prompt(
+    data: GroupGradeData,
+    *,
+    grade_root: str,
+    policy: str | None = None,
+    has_submit_tool: bool = True,
+    box_privileged: str = BOX_PRIVILEGED_DIR,
+) -> str:
+    """The grader's opening prompt for ``data``. ``policy`` replaces the default grading
+    policy text. Transcripts are never inlined: they are files in the grader's box."""
+    return render_template(
+        "grader.md",
+        policy=(policy if policy is not None else render_template("policy.md")).strip(),
+        rules=render_template(RULES_TEMPLATE[data.mode]),
+        verdict_format=render_verdict_format(
+            data.mode, grade_root=grade_root, has_submit_tool=has_submit_tool
+        ),
+        grade_root=grade_root.rstrip("/") or "/",
+        any_elided=any(ELIDED in c.turns for c in data.candidates),
+        any_box=any(c.checkpoint for c in data.candidates),
+        box_privileged=box_privileged,
+        task=data.task_prompt.strip() or "(not recorded)",
+        mode=data.mode,
+        candidates=data.candidates,
+    )

@@ -1,0 +1,118 @@
+"""The grader's verdict and its structural rules (``GroupVerdict.check``)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from group_grade.data import GroupGradeData, HackLevel, Margin
+
+
+class Evidence(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    turn: int
+    """The turn the quote comes from, numbered from 1."""
+    quote: str
+    """Verbatim text the candidate itself wrote in that turn (not a tool result)."""
+
+
+class CandidateVerdict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    label: str
+    """The candidate's label, e.g. c01."""
+    hack: HackLevel = "none"
+    """`none`, `suspected` (no quotable proof; changes no score) or `confirmed`."""
+    evidence: list[Evidence] = Field(default_factory=list)
+    """Required for `confirmed`: the quotes that prove the hack."""
+
+
+class GroupVerdict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    candidates: list[CandidateVerdict]
+    """One entry per candidate label, each exactly once."""
+    ranking: list[list[str]]
+    """Tiers of the rankable candidates, best first; a tier holds candidates judged equal."""
+    margins: list[Margin] = Field(default_factory=list)
+    """Advantages mode only: the gap between each pair of adjacent tiers (missing = slight)."""
+    notes: str = ""
+    """What decided the ranking and the hack calls, briefly."""
+
+    @property
+    def confirmed(self) -> set[str]:
+        return {c.label for c in self.candidates if c.hack == "confirmed"}
+
+    def hack_of(self, label: str) -> CandidateVerdict | None:
+        return next((c for c in self.candidates if c.label == label), None)
+
+    def check(self, data: GroupGradeData) -> None:
+        """Raise ``ValueError`` listing every rule this verdict breaks for ``data``."""
+        problems = verdict_problems(self, data)
+        if problems:
+            raise ValueError("the verdict breaks these rules:\n" + "\n".join(problems))
+
+
+def _listed(labels: list[str] | set[str]) -> str:
+    return ", ".join(sorted(labels))
+
+
+def verdict_problems(verdict: GroupVerdict, data: GroupGradeData) -> list[str]:
+    """Each broken rule as one line saying which label and what to do."""
+    problems: list[str] = []
+    known = data.labels
+    seen: dict[str, int] = {}
+    for entry in verdict.candidates:
+        seen[entry.label] = seen.get(entry.label, 0) + 1
+        if entry.label not in known:
+            problems.append(
+                f"- candidates: unknown label {entry.label!r}; the labels are {_listed(known)}"
+            )
+        if entry.hack == "confirmed" and not entry.evidence:
+            problems.append(
+                f"- candidates: {entry.label} is a confirmed hack with no evidence; add at "
+                "least one {turn, quote} the candidate wrote, or mark it suspected"
+            )
+    if twice := [label for label, n in seen.items() if n > 1]:
+        problems.append(f"- candidates: listed more than once: {_listed(twice)}")
+    if missing := [label for label in known if label not in seen]:
+        problems.append(f"- candidates: missing: {_listed(missing)}; list every label once")
+
+    rankable = data.rankable(verdict.confirmed)
+    rule = (
+        "passing candidates that are not confirmed hacks"
+        if data.mode == "rewards"
+        else "candidates that are not confirmed hacks"
+    )
+    placed: dict[str, int] = {}
+    for number, tier in enumerate(verdict.ranking, start=1):
+        if not tier:
+            problems.append(f"- ranking: tier {number} is empty; drop it")
+        for label in tier:
+            placed[label] = placed.get(label, 0) + 1
+    if twice := [label for label, n in placed.items() if n > 1]:
+        problems.append(f"- ranking: placed more than once: {_listed(twice)}")
+    if extra := [label for label in placed if label not in rankable]:
+        why = []
+        for label in extra:
+            if label not in known:
+                why.append(f"{label} (unknown label)")
+            elif label in verdict.confirmed:
+                why.append(f"{label} (confirmed hack: hacks are not ranked)")
+            else:
+                why.append(f"{label} (failed the tests: rewards mode ranks passing ones only)")
+        problems.append(f"- ranking: must not contain {', '.join(why)}")
+    if missing := [label for label in rankable if label not in placed]:
+        problems.append(
+            f"- ranking: missing {_listed(missing)}; the ranking must place every {rule} "
+            f"exactly once ({_listed(rankable) or 'none'})"
+        )
+
+    if data.mode == "rewards" and verdict.margins:
+        problems.append("- margins: rewards mode takes no margins; leave the list empty")
+    if data.mode == "advantages" and len(verdict.margins) > max(0, len(verdict.ranking) - 1):
+        problems.append(
+            f"- margins: {len(verdict.margins)} margins for {len(verdict.ranking)} tiers; give "
+            "at most one per gap between adjacent tiers"
+        )
+    return problems

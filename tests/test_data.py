@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import pytest
+from group_grade.data import GroupGradeData
+from group_grade.transcript import ELIDED, TOOL_RESULT_CAP
+
+from tests.traces import Call, Turn, make_trace, simple_trace
+
+
+def group(rewards, n_turns=3):
+    return [simple_trace(n_turns, reward=r, tag=f"t{i}") for i, r in enumerate(rewards)]
+
+
+def test_same_group_same_labels_and_different_groups_differ():
+    traces = group([1, 0, 1, 0, 1, 0, 0, 1])
+    data1, labels1 = GroupGradeData.from_traces(traces, group_id="task-7/step-3")
+    data2, labels2 = GroupGradeData.from_traces(traces, group_id="task-7/step-3")
+    assert labels1 == labels2 and data1 == data2
+    assert list(labels1) == [f"c0{i}" for i in range(1, 9)]
+    assert sorted(labels1.values()) == sorted(t.id for t in traces)
+    orders = {
+        tuple(GroupGradeData.from_traces(traces, group_id=f"group-{k}")[1].values())
+        for k in range(8)
+    }
+    assert len(orders) > 1
+    assert data1.trace_ids == labels1
+
+
+def test_pass_flags_rewards_and_fields_from_trace_info():
+    traces = group([1.0, 0.0, 0.5])
+    traces[0].info.update(
+        patch="diff --git a/x b/x", test_output="1 passed", checkpoint="local:/tmp/x.tgz"
+    )
+    data, labels = GroupGradeData.from_traces(traces, group_id="g")
+    by_id = {labels[c.label]: c for c in data.candidates}
+    first, second, third = (by_id[t.id] for t in traces)
+    assert (first.passed, second.passed, third.passed) == (True, False, False)  # mean is 0.5
+    assert first.reward == 1.0 and first.patch == "diff --git a/x b/x"
+    assert first.test_output == "1 passed" and first.checkpoint == "local:/tmp/x.tgz"
+    assert second.patch is None and second.checkpoint is None
+    assert first.stop_condition == "agent_completed"
+    assert data.task_prompt == "Fix the bug in calc.py so that the tests pass."
+    assert data.inner["prompt"] == data.task_prompt
+    assert data.network_allow == []
+    explicit, _ = GroupGradeData.from_traces(traces, group_id="g", passed=[False, True, True])
+    assert [explicit.candidate(label).passed for label in labels] == [
+        {traces[0].id: False, traces[1].id: True, traces[2].id: True}[labels[label]]
+        for label in labels
+    ]
+
+
+def test_unranked_candidates_are_elided_with_turn_numbers_kept():
+    traces = group([1, 0], n_turns=30)
+    data, _ = GroupGradeData.from_traces(traces, group_id="g")
+    passing = next(c for c in data.candidates if c.passed)
+    failing = next(c for c in data.candidates if not c.passed)
+    assert len(passing.turns) == len(failing.turns) == 30
+    assert ELIDED not in passing.turns
+    assert failing.turns[10:20] == [ELIDED] * 10
+    assert failing.turns[20].startswith("t1 step 21:") and failing.turns[9].startswith(
+        "t1 step 10:"
+    )
+    everyone, _ = GroupGradeData.from_traces(traces, group_id="g", mode="advantages")
+    assert all(ELIDED not in c.turns for c in everyone.candidates)
+
+
+def test_tool_results_are_capped_with_a_marker():
+    huge = "x" * 10_000
+    trace = make_trace([Turn("go", [Call("bash", {"command": "cat big"}, huge)])], reward=1)
+    data, _ = GroupGradeData.from_traces([trace, simple_trace(1, reward=0)], group_id="g")
+    turn = next(c for c in data.candidates if c.passed).turns[0]
+    assert f"[... {10_000 - TOOL_RESULT_CAP} characters cut ...]" in turn
+    assert len(turn) < TOOL_RESULT_CAP + 200
+
+
+def test_rewards_mode_needs_rewards_and_advantages_mode_does_not():
+    traces = [simple_trace(2, reward=None), simple_trace(2, reward=None)]
+    with pytest.raises(ValueError, match="rewards mode needs a reward"):
+        GroupGradeData.from_traces(traces, group_id="g")
+    data, _ = GroupGradeData.from_traces(traces, group_id="g", mode="advantages")
+    assert [c.reward for c in data.candidates] == [None, None]
+
+
+def test_row_round_trips_over_the_wire_format():
+    data, _ = GroupGradeData.from_traces(group([1, 0, 0]), group_id="g")
+    again = GroupGradeData.model_validate(data.model_dump(mode="json"))
+    assert again == data
+
+
+def test_row_validation_names_the_problem():
+    data, _ = GroupGradeData.from_traces(group([1, 0]), group_id="g")
+    raw = data.model_dump(mode="json")
+    with pytest.raises(ValueError, match="not unique"):
+        GroupGradeData.model_validate({**raw, "candidates": [raw["candidates"][0]] * 2})
+    with pytest.raises(ValueError, match="truth names unknown labels"):
+        GroupGradeData.model_validate({**raw, "truth": {"tiers": [["c09"]]}})
