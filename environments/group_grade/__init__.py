@@ -1,1 +1,5 @@
 """group-grade: grade a whole group of policy attempts and turn the verdict into advantages."""
+
+from group_grade.taskset import GroupGradeEnv, GroupGradeTaskset
+
+__all__ = ["GroupGradeEnv", "GroupGradeTaskset"]

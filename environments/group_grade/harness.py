@@ -46,7 +46,8 @@ class GraderHarnessConfig(vf.HarnessConfig):
     own cap). The agent's `max_turns` and token caps are enforced by verifiers' interception,
     which refuses the next model call and stops the trace."""
     shell_timeout: float = Field(120.0, gt=0)
-    """Seconds one `shell` command may run before it is killed."""
+    """Seconds one `shell` command may run; the model then gets a timeout error (the
+    subprocess runtime kills the command's process group; container runtimes may not)."""
     shell_output_cap: int = Field(16_000, gt=0)
     """Characters of `shell` output the model gets; beyond it, head + marker + tail."""
 
@@ -191,7 +192,7 @@ class GraderHarness(vf.Harness[GraderHarnessConfig]):
                     ["sh", "-c", 'sh -c "$1" 2>&1', "sh", command], self.config.resolved_env
                 )
         except TimeoutError:
-            return f"error: the command timed out after {timeout:g} seconds and was killed"
+            return f"error: the command timed out after {timeout:g} seconds"
         output = result.stdout + result.stderr
         if result.exit_code:
             output += f"\n[exit code {result.exit_code}]"

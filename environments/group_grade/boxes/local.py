@@ -105,7 +105,7 @@ def _detect_isolation() -> _Isolation:
     unshare = shutil.which("unshare")
     if unshare is None:
         return _Isolation(None, None, "`unshare` (util-linux) is not installed")
-    failures = []
+    failures: list[str] = []
     for prefix in ((unshare, "-n"), (unshare, "--net", "--map-root-user")):
         error = _probe([*prefix, "true"])
         if error is None:
@@ -278,7 +278,10 @@ class LocalBox(Box):
                     else "use a path relative to the box"
                 )
                 raise BoxError(f"path {path!r} is outside the box: {hint}")
-        target = (self._dir / relative).resolve()
+        try:
+            target = (self._dir / relative).resolve()
+        except (OSError, RuntimeError) as exc:  # e.g. a symlink loop
+            raise BoxError(f"cannot resolve {path!r} in the box: {exc}") from exc
         if not target.is_relative_to(self._dir):
             raise BoxError(f"path {path!r} is outside the box")
         return target
@@ -394,7 +397,7 @@ def _skip_unsafe(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
 
 def _ignore_special(directory: str, names: list[str]) -> set[str]:
     """copytree ignore: sockets, FIFOs and device files cannot be copied into a box."""
-    ignored = set()
+    ignored: set[str] = set()
     for name in names:
         mode = os.lstat(os.path.join(directory, name)).st_mode
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
@@ -629,6 +632,7 @@ async def make_local_checkpoint_from_runtime(
     (deterministically, see ``make_local_checkpoint``). Other runtimes run ``tar -czf`` on a
     temp file inside the runtime, whose bytes come out through ``runtime.read``."""
     exclude = tuple(exclude)
+    filename = _archive_name(name)
     if isinstance(runtime, SubprocessRuntime):
         if runtime.workdir is None:
             raise BoxError("the subprocess runtime has no working directory (not started)")
@@ -655,6 +659,6 @@ async def make_local_checkpoint_from_runtime(
         with contextlib.suppress(Exception):
             await runtime.run(["rm", "-f", remote], {})
     target = await asyncio.to_thread(
-        _atomic_write, Path(dest_dir), _archive_name(name), lambda raw: raw.write(data)
+        _atomic_write, Path(dest_dir), filename, lambda raw: raw.write(data)
     )
     return f"local:{target}"

@@ -1,0 +1,66 @@
+"""Scoring hooks: the GAR mapping as keyed metrics, and the ``valid`` reward.
+
+Both read what ``GroupGradeTask.finalize`` left in ``trace.info`` (``verdict``,
+``fallback_reason``, ``gar_config``), so they also work plugged from config:
+
+    [env.taskset.task.metrics]
+    gar = { fn = "group_grade.scoring:gar" }
+"""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import verifiers.v1 as vf
+
+from group_grade.advantages import F_MIN, LAMBDA_MAX, FallbackReason, gar_records
+from group_grade.data import GroupGradeData
+from group_grade.verdict import GroupVerdict
+
+
+def mark_grade_trace(data: GroupGradeData, trace: vf.Trace) -> None:
+    """Stamp the trace as a grade trace (exports skip these: they hold privileged data)."""
+    trace.info["kind"] = "grade"
+    trace.info["group_id"] = data.group_id
+    if data.trace_ids:
+        trace.info["candidates"] = dict(data.trace_ids)
+
+
+def recorded_verdict(trace: vf.Trace) -> GroupVerdict | None:
+    raw = trace.info.get("verdict")
+    return GroupVerdict.model_validate(raw) if raw is not None else None
+
+
+def gar(task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
+    """Map the recorded verdict to advantages: writes ``trace.info["gar"]`` (one record per
+    label) and returns the keyed metrics."""
+    mark_grade_trace(task, trace)
+    knobs = trace.info.get("gar_config") or {}
+    verdict = recorded_verdict(trace)
+    reason: FallbackReason = trace.info.get("fallback_reason") or "invalid"
+    records = gar_records(
+        task,
+        verdict,
+        fallback_reason=reason,
+        f_min=knobs.get("f_min", F_MIN),
+        lambda_max=knobs.get("lambda_max", LAMBDA_MAX),
+    )
+    trace.info["gar"] = {r.label: r.model_dump(mode="json") for r in records}
+    metrics = {f"adv/{r.label}": r.advantage for r in records}
+    metrics["graded"] = float(verdict is not None)
+    for name in get_args(FallbackReason):
+        metrics[f"fallback/{name}"] = float(verdict is None and reason == name)
+    hacks = [r.hack for r in records]
+    metrics["hack_confirmed"] = float(hacks.count("confirmed"))
+    metrics["hack_suspected"] = float(hacks.count("suspected"))
+    lambdas = {r.lambda_ for r in records if r.lambda_ is not None}
+    if lambdas:
+        metrics["lambda"] = lambdas.pop()
+    if verdict is not None:
+        metrics["all_fail"] = float(not task.rankable(verdict.confirmed))
+    return metrics
+
+
+def valid(trace: vf.Trace) -> float:
+    """1 when the grader's verdict stood, else 0 (the reason is in ``fallback_reason``)."""
+    return float(trace.info.get("verdict") is not None)

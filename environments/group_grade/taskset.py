@@ -1,0 +1,223 @@
+"""The grading taskset: one task = one group, graded by an agent in its own box."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import verifiers.v1 as vf
+from pydantic import Field, field_validator
+from verifiers.v1.errors import SandboxError
+from verifiers.v1.runtimes import SubprocessRuntime
+
+from group_grade import scoring
+from group_grade.acceptance import accept_verdict
+from group_grade.advantages import F_MIN, LAMBDA_MAX
+from group_grade.data import GroupGradeData, Mode
+from group_grade.prompts import render_prompt
+from group_grade.staging import VERDICT_FILE, grader_files
+from group_grade.state import GradeState
+from group_grade.toolset import GradeToolset, GradeToolsetConfig
+
+CONTAINER_GRADE_ROOT = "/grade"
+SUBPROCESS_GRADE_ROOT = "grade"
+VERDICT_MAX_BYTES = 1 << 20
+
+
+class GroupGradeTaskConfig(vf.TaskConfig):
+    f_min: float = Field(F_MIN, ge=0.0, le=1.0)
+    """Floor of the redistribution factor in rewards mode."""
+    lambda_max: float = Field(LAMBDA_MAX, ge=1.0)
+    """Cap on the rewards-mode redistribution scale."""
+    policy: str | None = None
+    """Grading-policy text replacing the default one (``prompts/policy.md``)."""
+    policy_file: Path | None = None
+    """File whose text replaces the default grading policy."""
+    grade_root: str | None = None
+    """Where the group is staged in the grader box; None: ``/grade`` on container and
+    sandbox runtimes, ``grade`` (relative to the box) on ``subprocess``, where absolute
+    paths would land on the host."""
+    stop_on_verdict: bool = True
+    """End the grader's run as soon as ``submit_verdict`` accepts a verdict."""
+    tools: GradeToolsetConfig = GradeToolsetConfig()
+
+    def policy_text(self) -> str | None:
+        if self.policy_file is not None:
+            return self.policy_file.read_text()
+        return self.policy
+
+
+class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
+    def __init__(self, data: GroupGradeData, config: GroupGradeTaskConfig | None = None) -> None:
+        super().__init__(data, config)
+        if self.data.prompt is None:
+            root = self.config.grade_root or CONTAINER_GRADE_ROOT
+            self.data = self.data.model_copy(update={"prompt": self.prompt_for(root)})
+
+    @property
+    def key(self) -> str:
+        return self.data.group_id
+
+    @classmethod
+    def toolsets(cls, config: GroupGradeTaskConfig) -> list[vf.Toolset]:
+        return [GradeToolset(config.tools)]
+
+    def prompt_for(self, grade_root: str) -> str:
+        return render_prompt(self.data, grade_root=grade_root, policy=self.config.policy_text())
+
+    def grade_root(self, runtime: vf.Runtime) -> str:
+        if self.config.grade_root is not None:
+            return self.config.grade_root
+        if isinstance(runtime, SubprocessRuntime):
+            return SUBPROCESS_GRADE_ROOT
+        return CONTAINER_GRADE_ROOT
+
+    async def setup(self, trace: vf.Trace, runtime: vf.Runtime) -> None:
+        scoring.mark_grade_trace(self.data, trace)
+        root = self.grade_root(runtime)
+        trace.info["grade_root"] = root
+        for path, content in grader_files(self.data, root).items():
+            await runtime.write(path, content.encode())
+        default_root = self.config.grade_root or CONTAINER_GRADE_ROOT
+        if root != default_root and trace.task.data.prompt == self.prompt_for(default_root):
+            data = trace.task.data.model_copy(update={"prompt": self.prompt_for(root)})
+            trace.task = trace.task.model_copy(update={"data": data})
+
+    async def finalize(self, trace: vf.Trace, runtime: vf.Runtime) -> None:
+        """``<grade root>/verdict.json`` is the verdict: validated, citation-checked and
+        stored in ``trace.info``. A verdict accepted by ``submit_verdict`` is written there
+        first when the grader wrote none itself."""
+        path = f"{trace.info.get('grade_root') or self.grade_root(runtime)}/{VERDICT_FILE}"
+        raw: str | None
+        try:
+            raw = (await runtime.read(path, max_bytes=VERDICT_MAX_BYTES)).decode(errors="replace")
+        except (SandboxError, OSError) as e:
+            raw = None
+            trace.info["verdict_read_error"] = str(e)[-500:]
+        submitted = trace.state.submitted
+        if raw is None and submitted is not None:
+            raw = submitted.model_dump_json()
+            await runtime.write(path, raw.encode())
+        outcome = accept_verdict(self.data, raw)
+        trace.info["gar_config"] = {
+            "f_min": self.config.f_min,
+            "lambda_max": self.config.lambda_max,
+        }
+        trace.info["citations"] = outcome.citations.model_dump(mode="json")
+        if outcome.verdict is not None:
+            trace.info["verdict"] = outcome.verdict.model_dump(mode="json")
+        else:
+            trace.info["verdict_error"] = outcome.error
+            trace.info["fallback_reason"] = "timeout" if trace.is_timeout else "invalid"
+
+    @vf.stop
+    async def verdict_submitted(self, trace: vf.Trace) -> bool:
+        return self.config.stop_on_verdict and trace.state.submitted is not None
+
+    @vf.metric
+    async def gar(self, task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
+        return scoring.gar(task, trace)
+
+    @vf.metric
+    async def tools(self, trace: vf.Trace) -> dict[str, float]:
+        state = trace.state
+        return {
+            "restores": float(state.restores),
+            "restore_seconds": state.restore_seconds,
+            "submissions": float(state.submissions),
+            "grader_tokens": float(trace.num_total_tokens),
+        }
+
+    @vf.reward(weight=1.0)
+    async def valid(self, trace: vf.Trace) -> float:
+        return scoring.valid(trace)
+
+
+def _drop_nulls(value: Any) -> Any:
+    """Arrow unifies the keys of a mapping column across rows and fills the missing ones
+    with null; a null value in a row's mapping means the key is absent."""
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value]
+    return value
+
+
+def row_from_record(record: dict[str, Any], mode: Mode | None = None) -> GroupGradeData:
+    """A dataset record as a row: a ``row`` column holding the row's JSON, or the row's
+    fields as columns."""
+    raw = json.loads(record["row"]) if isinstance(record.get("row"), str) else record
+    data = _drop_nulls(raw)
+    if mode is not None:
+        data["mode"] = mode
+    return GroupGradeData.model_validate(data)
+
+
+def shipped_groups() -> Path:
+    return Path(__file__).resolve().parent / "groups" / "groups.jsonl"
+
+
+class GroupGradeTasksetConfig(vf.TasksetConfig):
+    source: str | None = None
+    """Rows to grade: a ``.jsonl``/``.json`` or ``.parquet`` file, or a Hugging Face dataset
+    path; None: the labeled groups shipped with the package."""
+    split: str = "train"
+    """Split of a Hugging Face dataset source."""
+    mode: Mode | None = None
+    """Grade every loaded row in this mode (None: each row's own mode)."""
+    task: GroupGradeTaskConfig = GroupGradeTaskConfig()
+
+    @field_validator("source")
+    @classmethod
+    def _expand(cls, value: str | None) -> str | None:
+        return (
+            str(Path(value).expanduser()) if value and Path(value).expanduser().exists() else value
+        )
+
+
+def load_records(source: str, split: str = "train") -> Iterator[dict[str, Any]]:
+    import datasets
+
+    suffix = Path(source).suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        dataset = datasets.load_dataset("json", data_files=source, split="train")
+    elif suffix == ".parquet":
+        dataset = datasets.load_dataset("parquet", data_files=source, split="train")
+    else:
+        dataset = datasets.load_dataset(source, split=split)
+    yield from dataset
+
+
+class GroupGradeTaskset(vf.Taskset[GroupGradeTask, GroupGradeTasksetConfig]):
+    def load(self) -> Iterator[GroupGradeTask]:
+        source = self.config.source or str(shipped_groups())
+        for record in load_records(source, self.config.split):
+            yield GroupGradeTask(row_from_record(record, self.config.mode), self.config.task)
+
+
+class GroupGradeEnvConfig(vf.EnvConfig):
+    agent: vf.AgentConfig = vf.AgentConfig()
+    """The grader's seat (``--env.agent.*``)."""
+    grader_trainable: bool = False
+    """Grade traces hold privileged data and a frozen judge's tokens: untrainable unless
+    you are training the grader itself."""
+
+
+class GroupGradeEnv(vf.Env[GroupGradeEnvConfig]):
+    """One grader run per group; a run that failed before scoring still gets its
+    fallback advantages recorded, with the reason."""
+
+    async def setup(self, agents: vf.Agents) -> None:
+        agents.agent.trainable = self.config.grader_trainable
+
+    async def run(self, task: vf.Task, agents: vf.Agents) -> None:
+        await agents.agent.run(task)
+
+    async def finalize(self, task: vf.Task, episode: vf.Episode) -> None:
+        for trace in episode.traces:
+            if "gar" in trace.info:
+                continue
+            trace.info.setdefault("fallback_reason", "timeout" if trace.is_timeout else "error")
+            trace.record_metrics(scoring.gar(task.data, trace))

@@ -1,0 +1,148 @@
+"""candidate_shell on real local boxes: restored snapshots, hidden tests, limits, cleanup."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import pytest
+
+from group_grade.boxes.local import can_isolate_network
+from group_grade.data import Candidate, GroupGradeData
+from group_grade.toolset import GradeToolset, GradeToolsetConfig
+from tests.projects import BUGGY, FIXED, HIDDEN_TEST_COMMAND, HIDDEN_TESTS, snapshot
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def toolset(tmp_path: Path, **config) -> GradeToolset:
+    fixed = await snapshot(tmp_path, "fixed", FIXED)
+    buggy = await snapshot(tmp_path, "buggy", BUGGY)
+    data = GroupGradeData(
+        group_id="g",
+        candidates=[
+            Candidate(label="c01", reward=1.0, passed=True, checkpoint=fixed),
+            Candidate(label="c02", reward=0.0, checkpoint=buggy),
+            Candidate(label="c03", reward=0.0, checkpoint=buggy),
+            Candidate(label="c04", reward=0.0),
+            Candidate(label="c05", reward=0.0, checkpoint=f"local:{tmp_path}/missing.tar.gz"),
+        ],
+        privileged=HIDDEN_TESTS,
+    )
+    boxes = tmp_path / "boxes"
+    tools = GradeToolset(
+        GradeToolsetConfig(
+            box_parent=str(boxes), require_network_isolation=can_isolate_network(), **config
+        )
+    )
+    await tools.setup_task(data)
+    return tools
+
+
+def open_boxes(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "boxes").iterdir()) if (tmp_path / "boxes").exists() else []
+
+
+@pytest.mark.anyio
+async def test_hidden_tests_pass_in_the_fixed_box_and_fail_in_the_buggy_one(tmp_path: Path):
+    tools = await toolset(tmp_path)
+    passed = await tools.shell("c01", HIDDEN_TEST_COMMAND)
+    failed = await tools.shell("c02", HIDDEN_TEST_COMMAND)
+    assert "2 passed" in passed and passed.endswith("[exit code 0]")
+    assert "2 failed" in failed and failed.endswith("[exit code 1]")
+    assert tools.pool.restores == 2 and tools.state.restores == 2
+    assert tools.state.restore_seconds > 0
+    await tools._exit_stack.aclose()
+    assert open_boxes(tmp_path) == []
+
+
+@pytest.mark.anyio
+async def test_changes_persist_and_boxes_are_independent(tmp_path: Path):
+    tools = await toolset(tmp_path)
+    await tools.shell("c02", "sed -i 's/a - b/a + b/' calc.py && echo edited > note.txt")
+    assert "2 passed" in await tools.shell("c02", HIDDEN_TEST_COMMAND)
+    assert "edited" in await tools.shell("c02", "cat note.txt")
+    assert "2 failed" in await tools.shell("c03", HIDDEN_TEST_COMMAND)
+    assert tools.pool.restores == 2
+    await tools.pool.close_all()
+
+
+@pytest.mark.anyio
+async def test_the_lru_bound_closes_the_least_recently_used_box(tmp_path: Path):
+    tools = await toolset(tmp_path, max_open_boxes=2)
+    await tools.shell("c01", "true")
+    await tools.shell("c02", "true")
+    await tools.shell("c01", "true")
+    assert len(open_boxes(tmp_path)) == 2
+    await tools.shell("c03", "true")
+    assert tools.pool.open_labels == ["c01", "c03"]
+    assert len(open_boxes(tmp_path)) == 2
+    # c02 comes back restored from its checkpoint, without the earlier changes.
+    await tools.shell("c02", "touch mark")
+    assert tools.pool.restores == 4
+    await tools.pool.close_all()
+    assert open_boxes(tmp_path) == []
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(not can_isolate_network(), reason="this machine cannot make network namespaces")
+async def test_a_command_cannot_reach_the_network(tmp_path: Path):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        tools = await toolset(tmp_path)
+        probe = (
+            "python3 -c \"import socket; socket.create_connection(('127.0.0.1', "
+            f"{port}), timeout=2); print('CONNECTED')\""
+        )
+        out = await tools.shell("c01", probe)
+        assert "CONNECTED" not in out and "Connection refused" in out
+        await tools.pool.close_all()
+    finally:
+        server.close()
+
+
+@pytest.mark.anyio
+async def test_timeouts_and_huge_output_are_bounded(tmp_path: Path):
+    tools = await toolset(tmp_path, command_timeout=1.0, output_cap=1000)
+    out = await tools.shell("c01", "echo started; sleep 30")
+    assert out.startswith("started") and "timed out after 1 s" in out
+    big = await tools.shell("c01", "python3 -c \"print('x' * 200000)\"")
+    assert "characters cut ...]" in big and len(big) < 1200
+    await tools.pool.close_all()
+
+
+@pytest.mark.anyio
+async def test_bad_labels_missing_boxes_and_failed_restores_answer_clearly(tmp_path: Path):
+    tools = await toolset(tmp_path)
+    assert (
+        await tools.shell("c09", "ls")
+        == "unknown label 'c09'; the candidates are c01, c02, c03, c04, c05"
+    )
+    assert "c04 has no box" in await tools.shell("c04", "ls")
+    failed = await tools.shell("c05", "ls")
+    assert failed.startswith("could not use c05's box:") and "missing.tar.gz" in failed
+    await tools.pool.close_all()
+
+
+@pytest.mark.anyio
+async def test_cancellation_mid_command_still_closes_every_box(tmp_path: Path):
+    tools = await toolset(tmp_path)
+    await tools.shell("c01", "true")
+    running = asyncio.ensure_future(tools.shell("c02", "sleep 60"))
+    for _ in range(100):
+        if len(open_boxes(tmp_path)) == 2:
+            break
+        await asyncio.sleep(0.05)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    await tools._exit_stack.aclose()
+    assert open_boxes(tmp_path) == []
