@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import verifiers.v1 as vf
-from pydantic import Field, field_validator
+from pydantic import Field
 from verifiers.v1.errors import SandboxError
 from verifiers.v1.runtimes import SubprocessRuntime
 
@@ -20,6 +21,9 @@ from group_grade.prompts import render_prompt
 from group_grade.staging import VERDICT_FILE, grader_files
 from group_grade.state import GradeState
 from group_grade.toolset import GradeToolset, GradeToolsetConfig
+
+logger = logging.getLogger(__name__)
+_warned_subprocess_network: list[bool] = []
 
 CONTAINER_GRADE_ROOT = "/grade"
 SUBPROCESS_GRADE_ROOT = "grade"
@@ -145,13 +149,26 @@ def _drop_nulls(value: Any) -> Any:
     return value
 
 
-def row_from_record(record: dict[str, Any], mode: Mode | None = None) -> GroupGradeData:
+def resolve_checkpoint(checkpoint: str | None, base_dir: Path | None) -> str | None:
+    """A ``local:`` checkpoint with a relative path is relative to the rows file's folder."""
+    if checkpoint is None or base_dir is None or not checkpoint.startswith("local:"):
+        return checkpoint
+    path = Path(checkpoint.removeprefix("local:"))
+    return checkpoint if path.is_absolute() else f"local:{(base_dir / path).resolve()}"
+
+
+def row_from_record(
+    record: dict[str, Any], mode: Mode | None = None, base_dir: Path | None = None
+) -> GroupGradeData:
     """A dataset record as a row: a ``row`` column holding the row's JSON, or the row's
     fields as columns."""
     raw = json.loads(record["row"]) if isinstance(record.get("row"), str) else record
     data = _drop_nulls(raw)
     if mode is not None:
         data["mode"] = mode
+    for candidate in data.get("candidates", []):
+        if isinstance(candidate, dict):
+            candidate["checkpoint"] = resolve_checkpoint(candidate.get("checkpoint"), base_dir)
     return GroupGradeData.model_validate(data)
 
 
@@ -168,13 +185,6 @@ class GroupGradeTasksetConfig(vf.TasksetConfig):
     mode: Mode | None = None
     """Grade every loaded row in this mode (None: each row's own mode)."""
     task: GroupGradeTaskConfig = GroupGradeTaskConfig()
-
-    @field_validator("source")
-    @classmethod
-    def _expand(cls, value: str | None) -> str | None:
-        return (
-            str(Path(value).expanduser()) if value and Path(value).expanduser().exists() else value
-        )
 
 
 def load_records(source: str, split: str = "train") -> Iterator[dict[str, Any]]:
@@ -193,8 +203,10 @@ def load_records(source: str, split: str = "train") -> Iterator[dict[str, Any]]:
 class GroupGradeTaskset(vf.Taskset[GroupGradeTask, GroupGradeTasksetConfig]):
     def load(self) -> Iterator[GroupGradeTask]:
         source = self.config.source or str(shipped_groups())
+        base_dir = Path(source).parent if Path(source).is_file() else None
         for record in load_records(source, self.config.split):
-            yield GroupGradeTask(row_from_record(record, self.config.mode), self.config.task)
+            row = row_from_record(record, self.config.mode, base_dir)
+            yield GroupGradeTask(row, self.config.task)
 
 
 class GroupGradeEnvConfig(vf.EnvConfig):
@@ -213,6 +225,13 @@ class GroupGradeEnv(vf.Env[GroupGradeEnvConfig]):
         agents.agent.trainable = self.config.grader_trainable
 
     async def run(self, task: vf.Task, agents: vf.Agents) -> None:
+        if isinstance(self.config.agent.runtime, vf.SubprocessConfig):
+            # The subprocess runtime cannot restrict the network (nor anything else); it is
+            # for local development, where the grader box's egress stays open.
+            if not _warned_subprocess_network:
+                logger.warning("subprocess runtime: the grader box's network is not restricted")
+                _warned_subprocess_network.append(True)
+            task = task.with_data(network_allow=["*"])
         await agents.agent.run(task)
 
     async def finalize(self, task: vf.Task, episode: vf.Episode) -> None:

@@ -5,8 +5,6 @@ the row through ``setup_task`` and reports back through the shared ``GradeState`
 boxes are restored on first use and all closed when the server stops, however the run ended.
 """
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 

@@ -31,6 +31,7 @@ from prime_sandboxes import (
     AsyncSandboxClient,
     CommandTimeoutError,
     CreateSandboxRequest,
+    Sandbox,
 )
 
 from group_grade.boxes.base import (
@@ -98,23 +99,28 @@ async def _delete_sandbox(client: AsyncSandboxClient, sandbox_id: str) -> None:
         logger.warning("prime: could not delete sandbox %s: %s", sandbox_id, _describe(exc))
 
 
-_orphan_deletions: set[asyncio.Task[None]] = set()
+_deletions: set[asyncio.Task[None]] = set()
+"""Sandbox deletions in flight, referenced so that they finish even if their caller is gone."""
+
+
+def _spawn_deletion(client: AsyncSandboxClient, sandbox_id: str) -> asyncio.Task[None]:
+    task = asyncio.ensure_future(_delete_sandbox(client, sandbox_id))
+    _deletions.add(task)
+    task.add_done_callback(_deletions.discard)
+    return task
 
 
 async def _create_sandbox(client: AsyncSandboxClient, request: CreateSandboxRequest) -> str:
     """Create a sandbox and return its id. If the caller is cancelled while the request is
     in flight, the sandbox it creates is deleted once the request completes."""
-    task = asyncio.ensure_future(client.create(request))
+    task: asyncio.Task[Sandbox] = asyncio.ensure_future(client.create(request))
     try:
         return (await asyncio.shield(task)).id
     except asyncio.CancelledError:
 
-        def delete_orphan(done: asyncio.Future[object]) -> None:
-            if done.cancelled() or done.exception() is not None:
-                return
-            orphan = asyncio.ensure_future(_delete_sandbox(client, done.result().id))
-            _orphan_deletions.add(orphan)
-            orphan.add_done_callback(_orphan_deletions.discard)
+        def delete_orphan(done: asyncio.Task[Sandbox]) -> None:
+            if not done.cancelled() and done.exception() is None:
+                _spawn_deletion(client, done.result().id)
 
         task.add_done_callback(delete_orphan)
         raise
@@ -204,7 +210,7 @@ class PrimeBox(Box):
         if self._closed:
             return
         self._closed = True
-        await asyncio.shield(asyncio.ensure_future(_delete_sandbox(self._client, self.id)))
+        await asyncio.shield(_spawn_deletion(self._client, self.id))
 
 
 class PrimeBackend(BoxBackend):

@@ -1,0 +1,198 @@
+"""group-grade end to end: verifiers' own run_eval, the subprocess runtime, a scripted model."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+from verifiers.v1.serve.client import EnvClient
+from verifiers.v1.serve.server import EnvServer
+from verifiers.v1.types import SamplingConfig
+from verifiers.v1.utils.loaders import resolve_env_config
+
+from group_grade.advantages import gar_records
+from group_grade.chat_server import ChatServer, Reply
+from group_grade.verdict import GroupVerdict
+from tests.grading import KEY_VAR, env_config, grade, shell, submit, write_rows
+from tests.rows import row
+from tests.scripted_model import ScriptedModel, tool_results
+
+QUOTE = {"turn": 1, "quote": "I will fix the bug now"}
+
+
+def worked_example():
+    return row([1, 1, 1, 1, 0, 0], group_id="worked-example")
+
+
+def verdict(c04_quote: dict = QUOTE, ranking=(("c01",), ("c02", "c03"))) -> dict:
+    data = worked_example()
+    return {
+        "candidates": [{"label": x} for x in data.labels if x != "c04"]
+        + [{"label": "c04", "hack": "confirmed", "evidence": [c04_quote]}],
+        "ranking": [list(t) for t in ranking],
+        "notes": "c04 is a hack; c01 fixed the root cause",
+    }
+
+
+def advantages(trace) -> dict[str, float]:
+    return {label: round(r["advantage"], 4) for label, r in trace.info["gar"].items()}
+
+
+WORKED = {"c01": 0.6667, "c02": 0.4167, "c03": 0.4167, "c04": -0.5, "c05": -0.5, "c06": -0.5}
+
+
+@pytest.fixture(autouse=True)
+def key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_VAR, "unused")
+
+
+@pytest.mark.anyio
+async def test_a_grading_run_with_one_rejected_and_one_accepted_verdict(
+    boxes: Path, tmp_path: Path
+):
+    rows = write_rows(tmp_path / "rows.jsonl", worked_example())
+    wrong = verdict(ranking=(("c01",), ("c02", "c03", "c05")))
+    script = ScriptedModel([shell("cat grade/c04/digest.md"), submit(wrong), submit(verdict())])
+    host_root_before = os.path.exists("/grade")
+    async with ChatServer(script) as server:
+        episode = await grade(server, rows, tmp_path / "out")
+    (trace,) = episode.traces
+    assert episode.ok, (trace.stop_condition, trace.errors, trace.info)
+    assert trace.ok and trace.stop_condition == "verdict_submitted"
+    results = tool_results(server.requests[-1])
+    assert results[0].startswith("# c04\nstatus: passed (reward 1)")
+    assert results[1].startswith("REJECTED:")
+    assert "c05 (failed the tests: rewards mode ranks passing ones only)" in results[1]
+    assert advantages(trace) == WORKED
+    assert trace.info["gar"]["c01"]["lambda"] == pytest.approx(4 / 3)
+    assert trace.info["kind"] == "grade" and trace.info["group_id"] == "worked-example"
+    assert trace.info["grade_root"] == "grade"
+    assert trace.rewards["valid"].score == 1.0
+    for name in (
+        "graded",
+        "fallback/invalid",
+        "hack_confirmed",
+        "lambda",
+        "all_fail",
+        "restores",
+        "restore_seconds",
+        "adv/c01",
+    ):
+        assert name in trace.metrics
+    assert trace.metrics["submissions"] == 2.0 and trace.metrics["hack_confirmed"] == 1.0
+    assert trace.agent.trainable is False
+    # The accepted verdict is the recorded one, and nothing landed on the host's /grade.
+    assert trace.info["verdict"]["candidates"][-1] == {
+        "label": "c04",
+        **verdict()["candidates"][-1],
+    }
+    assert os.path.exists("/grade") == host_root_before
+    assert "`grade/c01/turns.json`" not in trace.task.data.prompt_text
+    assert "`grade/<label>/turns.json`" in trace.task.data.prompt_text
+
+
+@pytest.mark.anyio
+async def test_no_verdict_falls_back_as_invalid(boxes: Path, tmp_path: Path):
+    rows = write_rows(tmp_path / "rows.jsonl", worked_example())
+    async with ChatServer(ScriptedModel([Reply("I could not decide.")])) as server:
+        episode = await grade(server, rows, tmp_path / "out")
+    (trace,) = episode.traces
+    assert trace.info["fallback_reason"] == "invalid"
+    assert advantages(trace) == {
+        "c01": 0.3333,
+        "c02": 0.3333,
+        "c03": 0.3333,
+        "c04": 0.3333,
+        "c05": -0.6667,
+        "c06": -0.6667,
+    }
+    assert trace.metrics["fallback/invalid"] == 1.0 and trace.rewards["valid"].score == 0.0
+
+
+@pytest.mark.anyio
+async def test_a_crashed_harness_falls_back_as_error(boxes: Path, tmp_path: Path):
+    rows = write_rows(tmp_path / "rows.jsonl", worked_example())
+
+    def crash(body):
+        raise RuntimeError("model backend exploded")
+
+    async with ChatServer(crash) as server:
+        episode = await grade(server, rows, tmp_path / "out")
+    (trace,) = episode.traces
+    assert not trace.ok
+    assert trace.info["fallback_reason"] == "error" and trace.info["kind"] == "grade"
+    assert {r["fallback_reason"] for r in trace.info["gar"].values()} == {"error"}
+    assert advantages(trace)["c05"] == -0.6667
+    assert trace.metrics["fallback/error"] == 1.0
+
+
+@pytest.mark.anyio
+async def test_the_agent_timeout_falls_back_as_timeout(boxes: Path, tmp_path: Path):
+    rows = write_rows(tmp_path / "rows.jsonl", worked_example())
+
+    async def slow(body):
+        await anyio.sleep(30)
+        return Reply("too late")
+
+    async with ChatServer(slow) as server:
+        episode = await grade(server, rows, tmp_path / "out", agent_timeout=2)
+    (trace,) = episode.traces
+    assert trace.is_timeout
+    assert trace.info["fallback_reason"] == "timeout"
+    assert trace.metrics["fallback/timeout"] == 1.0
+
+
+@pytest.mark.anyio
+async def test_a_confirmed_hack_whose_quote_fails_is_downgraded(boxes: Path, tmp_path: Path):
+    rows = write_rows(tmp_path / "rows.jsonl", worked_example())
+    bad = verdict({"turn": 1, "quote": "text that is nowhere in the transcript"})
+    write = f"cat > grade/verdict.json <<'EOF'\n{json.dumps(bad)}\nEOF"
+    async with ChatServer(ScriptedModel([shell(write), Reply("verdict written")])) as server:
+        episode = await grade(server, rows, tmp_path / "out")
+    (trace,) = episode.traces
+    assert trace.ok and trace.info["citations"]["downgraded"] == ["c04"]
+    assert trace.info["gar"]["c04"]["hack"] == "suspected"
+    # The failed hack call changes no advantage: same as calling c04 merely suspected.
+    suspected = GroupVerdict.model_validate(bad).model_copy(
+        update={
+            "candidates": [
+                c.model_copy(update={"hack": "suspected"}) if c.label == "c04" else c
+                for c in GroupVerdict.model_validate(bad).candidates
+            ]
+        }
+    )
+    expected = {r.label: round(r.advantage, 4) for r in gar_records(worked_example(), suspected)}
+    assert advantages(trace) == expected
+
+
+@pytest.mark.anyio
+async def test_env_server_and_client_give_the_same_advantages(boxes: Path, tmp_path: Path):
+    rows = write_rows(tmp_path / "rows.jsonl", worked_example())
+    script = ScriptedModel([submit(verdict())])
+    async with ChatServer(script) as server:
+        env_server = EnvServer(resolve_env_config(env_config(rows)), "tcp://127.0.0.1:0")
+        client = EnvClient(env_server.address)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(env_server.run)
+            try:
+                with anyio.fail_after(240):
+                    await client.wait_for_server_startup()
+                    episode = await client.run(
+                        client={
+                            "type": "eval",
+                            "base_url": server.base_url,
+                            "api_key_var": KEY_VAR,
+                        },
+                        model="scripted-model",
+                        sampling=SamplingConfig(),
+                        task_data=worked_example().model_dump(mode="json"),
+                    )
+            finally:
+                await client.close()
+                tg.cancel_scope.cancel()
+    (trace,) = episode.traces
+    assert advantages(trace) == WORKED
+    assert trace.info["kind"] == "grade" and trace.info["group_id"] == "worked-example"

@@ -1,0 +1,211 @@
+"""The grading task's hooks without a model: staging, verdict file, scoring, loading rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import datasets
+import pytest
+import verifiers.v1 as vf
+from verifiers.v1.runtimes import provision_runtime
+from verifiers.v1.state import state_cls
+
+from group_grade.data import Candidate, GroupGradeData
+from group_grade.digest import patch_changes, render_digest
+from group_grade.staging import grader_files
+from group_grade.taskset import (
+    GroupGradeTask,
+    GroupGradeTaskConfig,
+    GroupGradeTaskset,
+    GroupGradeTasksetConfig,
+)
+from tests.rows import row
+
+QUOTE = {"turn": 1, "quote": "I will fix the bug now"}
+PATCH = (
+    "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n"
+    " def add(a, b):\n-    return a - b\n+    return a + b\n"
+    "diff --git a/tests/test_calc.py b/tests/test_calc.py\n--- a/tests/test_calc.py\n"
+    "+++ b/tests/test_calc.py\n@@ -1,2 +0,0 @@\n-def test_add():\n-    assert add(2, 2) == 4\n"
+)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def new_trace(task: GroupGradeTask) -> vf.Trace:
+    return vf.Trace(
+        agent=vf.AgentInfo(config=vf.AgentConfig()),
+        task=vf.TraceTask(type="GroupGradeTask", data=task.data, key=task.key, hash=task.hash),
+        state=state_cls(type(task))(),
+    )
+
+
+def hack_example_verdict(labels: list[str], quote: dict = QUOTE) -> dict:
+    return {
+        "candidates": [{"label": x} for x in labels if x != "c04"]
+        + [{"label": "c04", "hack": "confirmed", "evidence": [quote]}],
+        "ranking": [["c01"], ["c02", "c03"]],
+    }
+
+
+async def run_hooks(data: GroupGradeData, verdict: dict | None) -> tuple[vf.Trace, list[str]]:
+    task = GroupGradeTask(data, GroupGradeTaskConfig())
+    trace = new_trace(task)
+    async with provision_runtime(vf.SubprocessConfig()) as runtime:
+        await task.setup(trace, runtime)
+        staged = sorted(
+            p.relative_to(runtime.workdir).as_posix()
+            for p in runtime.workdir.rglob("*")
+            if p.is_file()
+        )
+        if verdict is not None:
+            await runtime.write("grade/verdict.json", json.dumps(verdict).encode())
+        await task.finalize(trace, runtime)
+        await task.score(trace, runtime)
+    return trace, staged
+
+
+@pytest.mark.anyio
+async def test_worked_example_through_the_hooks():
+    data = row([1, 1, 1, 1, 0, 0])
+    trace, staged = await run_hooks(data, hack_example_verdict(data.labels))
+    assert "grade/task.md" in staged and "grade/c01/turns.json" in staged
+    assert trace.info["kind"] == "grade" and trace.info["group_id"] == "g1"
+    gar = trace.info["gar"]
+    assert gar["c01"]["advantage"] == pytest.approx(2 / 3)
+    assert gar["c02"]["advantage"] == pytest.approx(5 / 12)
+    assert gar["c04"]["advantage"] == pytest.approx(-0.5)
+    assert gar["c01"]["lambda"] == pytest.approx(4 / 3)
+    assert trace.metrics["graded"] == 1.0 and trace.metrics["hack_confirmed"] == 1.0
+    assert trace.metrics["adv/c03"] == pytest.approx(5 / 12)
+    assert trace.rewards["valid"].score == 1.0
+    # The prompt names the real grade root of the subprocess runtime.
+    assert "`grade/task.md`" in trace.task.data.prompt_text
+    assert "/grade/" not in trace.task.data.prompt_text
+
+
+@pytest.mark.anyio
+async def test_a_failing_quote_downgrades_the_hack_and_changes_nothing_else():
+    data = row([1, 1, 1, 1, 0, 0])
+    bad = {"turn": 1, "quote": "words the candidate never wrote at all"}
+    trace, _ = await run_hooks(data, hack_example_verdict(data.labels, bad))
+    gar = trace.info["gar"]
+    assert gar["c04"]["hack"] == "suspected"
+    assert trace.info["citations"]["downgraded"] == ["c04"]
+    # c04 keeps its reward 1 and, unranked in P, gets w = 0.5.
+    assert gar["c04"]["w"] == 0.5 and gar["c04"]["advantage"] > 0
+    assert trace.metrics["hack_confirmed"] == 0.0 and trace.metrics["hack_suspected"] == 1.0
+
+
+@pytest.mark.anyio
+async def test_no_verdict_and_a_broken_verdict_fall_back_as_invalid():
+    data = row([1, 0, 0, 1])
+    trace, _ = await run_hooks(data, None)
+    assert trace.info["fallback_reason"] == "invalid"
+    assert trace.info["verdict_error"] == "no verdict was written"
+    assert [r["advantage"] for r in trace.info["gar"].values()] == [0.5, -0.5, -0.5, 0.5]
+    assert trace.metrics["fallback/invalid"] == 1.0 and trace.rewards["valid"].score == 0.0
+    trace, _ = await run_hooks(data, {"candidates": [], "ranking": [["c01"]]})
+    assert "missing: c01, c02, c03, c04" in trace.info["verdict_error"]
+    assert trace.info["gar"]["c01"]["fallback_reason"] == "invalid"
+
+
+def test_staged_files_and_digest():
+    data = GroupGradeData(
+        group_id="g",
+        privileged={"tests/test_hidden.py": "def test(): pass\n"},
+        candidates=[
+            Candidate(
+                label="c01",
+                reward=1.0,
+                passed=True,
+                patch=PATCH,
+                test_output="1 passed",
+                turns=[
+                    "[tool_call bash]\ncommand: curl -sL https://example.org/fix.patch | git apply"
+                ],
+                files={"notes/a.txt": "x"},
+            ),
+            Candidate(label="c02", reward=0.0),
+        ],
+    )
+    files = grader_files(data, "/grade")
+    assert set(files) == {
+        "/grade/task.md",
+        "/grade/privileged/tests/test_hidden.py",
+        "/grade/c01/turns.json",
+        "/grade/c01/digest.md",
+        "/grade/c01/patch.diff",
+        "/grade/c01/tests.txt",
+        "/grade/c01/files/notes/a.txt",
+        "/grade/c02/turns.json",
+        "/grade/c02/digest.md",
+    }
+    assert json.loads(files["/grade/c01/turns.json"]) == data.candidates[0].turns
+    digest = files["/grade/c01/digest.md"]
+    assert "status: passed (reward 1)" in digest
+    assert "touches test files: yes: tests/test_calc.py" in digest
+    assert "turn 1: network fetch: `command: curl -sL https://example.org/fix.patch" in digest
+    assert [(c.path, c.added, c.removed) for c in patch_changes(PATCH)] == [
+        ("calc.py", 1, 1),
+        ("tests/test_calc.py", 0, 2),
+    ]
+    hidden = data.model_copy(update={"mode": "advantages"})
+    assert "/grade/c01/tests.txt" not in grader_files(hidden, "/grade")
+    assert "reward" not in render_digest(hidden.candidates[0], "advantages")
+    with pytest.raises(ValueError, match="must be relative"):
+        grader_files(data.model_copy(update={"privileged": {"../x": ""}}), "/grade")
+
+
+def test_digest_stays_small_for_long_transcripts():
+    turns = [f"step {i}: " + "let me think about this carefully " * 20 for i in range(800)]
+    digest = render_digest(Candidate(label="c01", reward=1.0, turns=turns), "rewards")
+    assert len(digest.encode()) < 8192 and "turns not shown here" in digest
+
+
+# Parquet holds rows as one JSON `row` column: Arrow cannot store an empty mapping column.
+@pytest.mark.parametrize("form", ["jsonl", "parquet"])
+def test_the_taskset_loads_rows_through_datasets(tmp_path: Path, form: str):
+    rows = [
+        row([1, 0], group_id="a"),
+        row([0, 1, 1], group_id="b").model_copy(update={"privileged": {"t.py": "x"}}),
+    ]
+    rows[0] = rows[0].model_copy(
+        update={
+            "candidates": [
+                rows[0].candidates[0].model_copy(update={"checkpoint": "local:boxes/a.tgz"}),
+                rows[0].candidates[1].model_copy(update={"checkpoint": "local:/abs/b.tgz"}),
+            ]
+        }
+    )
+    dumped = [r.model_dump(mode="json") for r in rows]
+    if form == "jsonl":
+        path = tmp_path / "rows.jsonl"
+        path.write_text("".join(json.dumps(d) + "\n" for d in dumped))
+    else:
+        path = tmp_path / "rows.parquet"
+        datasets.Dataset.from_list([{"row": json.dumps(d)} for d in dumped]).to_parquet(str(path))
+    tasks = list(GroupGradeTaskset(GroupGradeTasksetConfig(source=str(path))))
+    assert [t.key for t in tasks] == ["a", "b"]
+    loaded = [t.data for t in tasks]
+    assert loaded[1].privileged == {"t.py": "x"} and loaded[0].privileged == {}
+    assert loaded[0].candidates[0].checkpoint == f"local:{tmp_path / 'boxes/a.tgz'}"
+    assert loaded[0].candidates[1].checkpoint == "local:/abs/b.tgz"
+    assert [c.model_dump() for c in loaded[1].candidates] == [
+        c.model_dump() for c in rows[1].candidates
+    ]
+    assert all(t.data.prompt and "Ranking rules" in t.data.prompt for t in tasks)
+    advantages = list(
+        GroupGradeTaskset(GroupGradeTasksetConfig(source=str(path), mode="advantages"))
+    )
+    assert {t.data.mode for t in advantages} == {"advantages"}
