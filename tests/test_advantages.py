@@ -3,11 +3,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from group_grade.advantages import gar_records, tier_scores, win_rate, win_rates
-from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from group_grade.advantages import gar_records, tier_scores, win_rate, win_rates
+from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict
 from tests.rows import row
 
 QUOTE = Evidence(turn=1, quote="I will fix the bug now")

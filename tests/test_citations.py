@@ -4,7 +4,6 @@ from group_grade.citations import apply_citations, quote_found, quote_problem
 from group_grade.data import GroupGradeData
 from group_grade.transcript import ELIDED, elide, policy_text, transcript_turns
 from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict
-
 from tests.rows import row
 from tests.traces import Call, Turn, make_trace
 

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import pytest
+
 from group_grade.data import GroupGradeData
 from group_grade.transcript import ELIDED, TOOL_RESULT_CAP
-
 from tests.traces import Call, Turn, make_trace, simple_trace
 
 

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import anyio
 import pytest
+from verifiers.v1.runtimes.base import ProgramResult, Runtime
+from verifiers.v1.runtimes.subprocess import SubprocessConfig, SubprocessRuntime
+
 from group_grade.boxes import local
 from group_grade.boxes.base import BoxError
 from group_grade.boxes.local import (
@@ -26,8 +29,6 @@ from group_grade.boxes.local import (
     make_local_checkpoint,
     make_local_checkpoint_from_runtime,
 )
-from verifiers.v1.runtimes.base import ProgramResult, Runtime
-from verifiers.v1.runtimes.subprocess import SubprocessConfig, SubprocessRuntime
 
 BUGGY = "def add(a: int, b: int) -> int:\n    return a - b\n"
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b\n"

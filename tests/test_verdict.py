@@ -4,11 +4,11 @@ import contextlib
 import json
 
 import pytest
-from group_grade.verdict import GroupVerdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from group_grade.verdict import GroupVerdict
 from tests.rows import row
 
 
