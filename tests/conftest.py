@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import verifiers.v1.runtimes.subprocess as subprocess_runtime
+
+from tests.fake_prime_api import FakePrimeAPI
 
 
 @pytest.fixture
@@ -20,3 +23,27 @@ def boxes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # Read once at import by verifiers; patch where the subprocess runtime uses it.
     monkeypatch.setattr(subprocess_runtime, "CACHE_DIR", home / ".cache" / "verifiers")
     return home
+
+
+@pytest.fixture
+def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePrimeAPI]:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for var in (
+        "PRIME_BASE_URL",
+        "PRIME_TEAM_ID",
+        "PRIME_USER_ID",
+        "PRIME_CONTEXT",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    with FakePrimeAPI(tmp_path / "fake", api_key="test-key") as api:
+        monkeypatch.setenv("PRIME_API_BASE_URL", api.base_url)
+        monkeypatch.setenv("PRIME_API_KEY", "test-key")
+        yield api

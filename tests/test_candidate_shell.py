@@ -14,11 +14,6 @@ from group_grade.toolset import GradeToolset, GradeToolsetConfig
 from tests.projects import BUGGY, FIXED, HIDDEN_TEST_COMMAND, HIDDEN_TESTS, snapshot
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def toolset(tmp_path: Path, **config) -> GradeToolset:
     fixed = await snapshot(tmp_path, "fixed", FIXED)
     buggy = await snapshot(tmp_path, "buggy", BUGGY)

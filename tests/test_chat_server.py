@@ -22,11 +22,6 @@ TOOLS = [
 ]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def client_for(server: ChatServer) -> AsyncOpenAI:
     return AsyncOpenAI(base_url=server.base_url, api_key="unused", timeout=10, max_retries=0)
 

@@ -196,3 +196,17 @@ async def test_env_server_and_client_give_the_same_advantages(boxes: Path, tmp_p
     (trace,) = episode.traces
     assert advantages(trace) == WORKED
     assert trace.info["kind"] == "grade" and trace.info["group_id"] == "worked-example"
+
+
+@pytest.mark.anyio
+@pytest.mark.needs_index
+async def test_the_builtin_null_harness_grades_too(boxes: Path, tmp_path: Path):
+    """verifiers' own `null` chat program (installed with uv from the package index)."""
+    rows = write_rows(tmp_path / "rows.jsonl", worked_example())
+    wrong = verdict(ranking=(("c01",),))
+    async with ChatServer(ScriptedModel([submit(wrong), submit(verdict())])) as server:
+        episode = await grade(server, rows, tmp_path / "out", harness="null", limit=540)
+    (trace,) = episode.traces
+    assert episode.ok, (trace.stop_condition, trace.errors)
+    assert advantages(trace) == WORKED
+    assert "ranking: missing c02, c03" in tool_results(server.requests[-1])[0]

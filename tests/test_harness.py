@@ -71,11 +71,6 @@ if __name__ == "__main__":
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def boxes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Keep subprocess boxes (and anything under HOME) inside the test's tmp dir."""
     home = tmp_path / "home"

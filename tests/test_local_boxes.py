@@ -36,11 +36,6 @@ HIDDEN_TEST = "from calc.ops import add\n\n\ndef test_add() -> None:\n    assert
 PYTHON_ENV = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def make_project(root: Path, ops: str) -> Path:
     """A tiny Python project with a git dir and byte-code junk that snapshots leave out."""
     (root / "calc" / "__pycache__").mkdir(parents=True)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import pytest
@@ -23,35 +21,6 @@ from tests.fake_prime_api import FakePrimeAPI
 
 LIVE_API_KEY = os.environ.get("PRIME_API_KEY")
 """Read at import, before any test's monkeypatching."""
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePrimeAPI]:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    for var in (
-        "PRIME_BASE_URL",
-        "PRIME_TEAM_ID",
-        "PRIME_USER_ID",
-        "PRIME_CONTEXT",
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-    ):
-        monkeypatch.delenv(var, raising=False)
-    with FakePrimeAPI(tmp_path / "fake", api_key="test-key") as api:
-        monkeypatch.setenv("PRIME_API_BASE_URL", api.base_url)
-        monkeypatch.setenv("PRIME_API_KEY", "test-key")
-        yield api
 
 
 async def _source_sandbox(client: AsyncSandboxClient) -> str:

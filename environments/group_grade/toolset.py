@@ -12,7 +12,14 @@ import verifiers.v1 as vf
 from pydantic import Field
 
 from group_grade.acceptance import accept_verdict
-from group_grade.boxes.base import BOX_PRIVILEGED_DIR, Box, BoxBackend, BoxError, split_checkpoint
+from group_grade.boxes import (
+    BOX_PRIVILEGED_DIR,
+    Box,
+    BoxBackend,
+    BoxError,
+    backend_for,
+    split_checkpoint,
+)
 from group_grade.boxes.pool import BoxPool
 from group_grade.data import GroupGradeData, Margin
 from group_grade.state import GradeState
@@ -36,18 +43,15 @@ class GradeToolsetConfig(vf.ToolsetConfig):
 
 def make_backend(scheme: str, config: GradeToolsetConfig, data: GroupGradeData) -> BoxBackend:
     if scheme == "local":
-        from group_grade.boxes.local import LocalBackend
-
         parent = Path(config.box_parent or Path(os.getcwd()) / ".boxes")
         parent.mkdir(parents=True, exist_ok=True)
-        return LocalBackend(
+        return backend_for(
+            "local",
             box_parent=parent,
             root_alias=data.box_workdir or "/app",
             require_network_isolation=config.require_network_isolation,
         )
-    from group_grade.boxes.prime import PrimeBackend
-
-    return PrimeBackend()
+    return backend_for(scheme, workdir=data.box_workdir or "/app")
 
 
 def submission_answer(data: GroupGradeData, verdict: GroupVerdict) -> tuple[bool, str]:
@@ -79,7 +83,13 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
         self.data = task
         self.backends: dict[str, BoxBackend] = {}
         self.pool = BoxPool(self.restore_box, max_open=self.config.max_open_boxes)
+        # Last in, first out: boxes close before their backends' clients do.
+        self._exit_stack.push_async_callback(self.close_backends)
         self._exit_stack.push_async_callback(self.pool.close_all)
+
+    async def close_backends(self) -> None:
+        for backend in self.backends.values():
+            await backend.aclose()
 
     async def restore_box(self, label: str) -> Box:
         """Restore ``label``'s box and stage the privileged materials in it."""

@@ -73,6 +73,9 @@ class BoxBackend(ABC):
     async def delete_checkpoints(self, checkpoints: list[str]) -> DeleteReport:
         """Delete checkpoints; never raises. Ids refused for now go to ``retry_later``."""
 
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
+        """Release clients the backend holds."""
+
 
 def split_checkpoint(checkpoint: str) -> tuple[str, str]:
     """``"local:/x.tar.gz"`` -> ``("local", "/x.tar.gz")``. Raises BoxError on a bare string."""
