@@ -7,10 +7,14 @@ import socket
 from pathlib import Path
 
 import pytest
+from prime_sandboxes import AsyncSandboxClient, CreateSandboxRequest
 
+from group_grade.boxes import delete_checkpoints
 from group_grade.boxes.local import can_isolate_network
+from group_grade.boxes.prime import make_prime_checkpoint
 from group_grade.data import Candidate, GroupGradeData
 from group_grade.toolset import GradeToolset, GradeToolsetConfig
+from tests.fake_prime_api import FakePrimeAPI
 from tests.projects import BUGGY, FIXED, HIDDEN_TEST_COMMAND, HIDDEN_TESTS, snapshot
 
 
@@ -141,3 +145,32 @@ async def test_cancellation_mid_command_still_closes_every_box(tmp_path: Path):
         await running
     await tools._exit_stack.aclose()
     assert open_boxes(tmp_path) == []
+
+
+@pytest.mark.anyio
+async def test_candidate_shell_over_prime_boxes(tmp_path: Path, fake: FakePrimeAPI):
+    """Checkpoint a sandbox holding the fixed project, then let the toolset restore it with
+    the unpatched SDK against the fake Prime API and run the hidden tests in it."""
+    async with AsyncSandboxClient() as client:
+        source = await client.create(
+            CreateSandboxRequest(name="solver", docker_image="python:3.11")
+        )
+        await client.wait_for_creation(source.id, max_attempts=10)
+        await client.upload_bytes(source.id, "/app/calc.py", FIXED.encode(), filename="calc.py")
+        checkpoint = await make_prime_checkpoint(source.id, client=client, timeout=30)
+        await client.delete(source.id)
+    data = GroupGradeData(
+        group_id="g",
+        box_workdir="/app",
+        privileged=HIDDEN_TESTS,
+        candidates=[Candidate(label="c01", reward=1.0, passed=True, checkpoint=checkpoint)],
+    )
+    tools = GradeToolset(GradeToolsetConfig())
+    await tools.setup_task(data)
+    out = await tools.shell("c01", HIDDEN_TEST_COMMAND)
+    assert "2 passed" in out and out.endswith("[exit code 0]")
+    assert tools.pool.restores == 1
+    await tools._exit_stack.aclose()
+    assert fake.create_requests[-1]["network_allowlist"] == []
+    report = await delete_checkpoints([checkpoint])
+    assert report.deleted == [checkpoint]

@@ -15,8 +15,10 @@ from verifiers.v1.utils.loaders import resolve_env_config
 
 from group_grade.advantages import gar_records
 from group_grade.chat_server import ChatServer, Reply
+from group_grade.data import Candidate, GroupGradeData
 from group_grade.verdict import GroupVerdict
 from tests.grading import KEY_VAR, env_config, grade, shell, submit, write_rows
+from tests.projects import BUGGY, FIXED, HIDDEN_TESTS, snapshot
 from tests.rows import row
 from tests.scripted_model import ScriptedModel, tool_results
 
@@ -210,3 +212,35 @@ async def test_the_builtin_null_harness_grades_too(boxes: Path, tmp_path: Path):
     assert episode.ok, (trace.stop_condition, trace.errors)
     assert advantages(trace) == WORKED
     assert "ranking: missing c02, c03" in tool_results(server.requests[-1])[0]
+
+
+@pytest.mark.anyio
+async def test_the_grader_runs_hidden_tests_in_two_restored_boxes(boxes: Path, tmp_path: Path):
+    fixed = await snapshot(tmp_path, "fixed", FIXED)
+    buggy = await snapshot(tmp_path, "buggy", BUGGY)
+    data = GroupGradeData(
+        group_id="boxes",
+        privileged=HIDDEN_TESTS,
+        candidates=[
+            Candidate(label="c01", reward=1.0, passed=True, checkpoint=fixed, turns=["fixed"]),
+            Candidate(label="c02", reward=0.0, checkpoint=buggy, turns=["tried"]),
+        ],
+    )
+    rows = write_rows(tmp_path / "rows.jsonl", data)
+    run_hidden = "python3 -m pytest -q -p no:cacheprovider --noconftest .grade/privileged/tests"
+    script = ScriptedModel(
+        [
+            Reply(tool_calls=[("candidate_shell", {"label": "c01", "command": run_hidden})]),
+            Reply(tool_calls=[("candidate_shell", {"label": "c02", "command": run_hidden})]),
+            submit({"candidates": [{"label": "c01"}, {"label": "c02"}], "ranking": [["c01"]]}),
+        ]
+    )
+    async with ChatServer(script) as server:
+        episode = await grade(server, rows, tmp_path / "out")
+    (trace,) = episode.traces
+    assert episode.ok, (trace.stop_condition, trace.errors)
+    first, second = tool_results(server.requests[-1])
+    assert "2 passed" in first and first.endswith("[exit code 0]")
+    assert "2 failed" in second and second.endswith("[exit code 1]")
+    assert trace.metrics["restores"] == 2.0 and trace.metrics["restore_seconds"] > 0
+    assert advantages(trace) == {"c01": 0.5, "c02": -0.5}

@@ -28,6 +28,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tarfile
 import tempfile
 import uuid
@@ -66,7 +67,14 @@ DEFAULT_MAX_OUTPUT_BYTES = 8 * 1024 * 1024
 TIMEOUT_EXIT_CODE = 124
 """``exit_code`` of a command killed by its timeout (as coreutils ``timeout``)."""
 
-_DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_DEFAULT_PATH = os.pathsep.join(
+    # The interpreter running group-grade comes first: a local box runs the candidate's code
+    # with the Python (and pytest) of the environment that grades it.
+    [
+        os.path.dirname(sys.executable),
+        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    ]
+)
 _DRAIN_SECONDS = 1.0
 """How long output is still read after the command's shell exits while leftover background
 processes keep its output open; they are then killed."""
