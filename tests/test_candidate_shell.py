@@ -35,7 +35,9 @@ async def toolset(tmp_path: Path, **config) -> GradeToolset:
     boxes = tmp_path / "boxes"
     tools = GradeToolset(
         GradeToolsetConfig(
-            box_parent=str(boxes), require_network_isolation=can_isolate_network(), **config
+            box_parent=str(boxes),
+            require_network_isolation=can_isolate_network(),
+            **{"prefetch": False, **config},
         )
     )
     await tools.setup_task(data)
@@ -129,6 +131,28 @@ async def test_bad_labels_missing_boxes_and_failed_restores_answer_clearly(tmp_p
     failed = await tools.shell("c05", "ls")
     assert failed.startswith("could not use c05's box:") and "missing.tar.gz" in failed
     await tools.pool.close_all()
+
+
+@pytest.mark.anyio
+async def test_prefetched_boxes_answer_without_a_restore(tmp_path: Path):
+    tools = await toolset(tmp_path, prefetch=True, max_open_boxes=2)
+    for _ in range(200):
+        if tools.pool.restores == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert tools.pool.open_labels == ["c01", "c02"]
+    seconds = tools.pool.restore_seconds
+    assert "2 passed" in await tools.shell("c01", HIDDEN_TEST_COMMAND)
+    assert tools.pool.restores == 2 and tools.pool.restore_seconds == seconds
+    await tools._exit_stack.aclose()
+    assert open_boxes(tmp_path) == []
+
+
+@pytest.mark.anyio
+async def test_closing_while_prefetching_leaves_no_box(tmp_path: Path):
+    tools = await toolset(tmp_path, prefetch=True, max_open_boxes=3)
+    await tools._exit_stack.aclose()
+    assert open_boxes(tmp_path) == []
 
 
 @pytest.mark.anyio

@@ -39,6 +39,9 @@ class GradeToolsetConfig(vf.ToolsetConfig):
     working directory, removed with it)."""
     require_network_isolation: bool = True
     """Local backend: refuse to run when the machine cannot block a box's network."""
+    prefetch: bool = True
+    """Restore the first ``max_open_boxes`` candidate boxes in the background as soon as the
+    tool server starts, so the grader's first command in them does not wait for a restore."""
 
 
 def make_backend(scheme: str, config: GradeToolsetConfig, data: GroupGradeData) -> BoxBackend:
@@ -86,6 +89,8 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
         # Last in, first out: boxes close before their backends' clients do.
         self._exit_stack.push_async_callback(self.close_backends)
         self._exit_stack.push_async_callback(self.pool.close_all)
+        if self.config.prefetch:
+            self.pool.prefetch([c.label for c in task.candidates if c.checkpoint])
 
     async def close_backends(self) -> None:
         for backend in self.backends.values():

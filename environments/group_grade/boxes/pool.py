@@ -4,6 +4,7 @@ closed first beyond a bound, all closed at the end."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -12,6 +13,8 @@ from contextlib import asynccontextmanager
 from group_grade.boxes.base import Box
 
 Opener = Callable[[str], Awaitable[Box]]
+logger = logging.getLogger(__name__)
+PREFETCH_DRAIN_SECONDS = 30.0
 
 
 class BoxPool:
@@ -23,6 +26,7 @@ class BoxPool:
         self._boxes: OrderedDict[str, Box] = OrderedDict()
         self._in_use: dict[str, int] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._prefetches: list[asyncio.Task[None]] = []
         self.restores = 0
         self.restore_seconds = 0.0
 
@@ -50,12 +54,33 @@ class BoxPool:
         finally:
             self._in_use[label] -= 1
 
+    def prefetch(self, labels: list[str]) -> None:
+        """Restore up to ``max_open`` of ``labels`` in the background, ahead of use; a use
+        of a label being prefetched waits for that restore instead of starting another."""
+        for label in labels[: self._max_open]:
+            self._prefetches.append(asyncio.create_task(self._prefetch(label)))
+
+    async def _prefetch(self, label: str) -> None:
+        try:
+            async with self.use(label):
+                pass
+        except Exception as e:  # noqa: BLE001 - a later use restores again and reports
+            logger.info("prefetching the box of %s failed: %s", label, e)
+
     async def _evict(self) -> None:
         idle = [label for label in self._boxes if not self._in_use.get(label)]
         while len(self._boxes) > self._max_open and idle:
             await self._boxes.pop(idle.pop(0)).close()
 
     async def close_all(self) -> None:
+        """Close every box. Restores in flight finish first (bounded), so that no box is
+        left behind half-made."""
+        if self._prefetches:
+            _, pending = await asyncio.wait(self._prefetches, timeout=PREFETCH_DRAIN_SECONDS)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            self._prefetches.clear()
         boxes = list(self._boxes.values())
         self._boxes.clear()
         await asyncio.gather(*(box.close() for box in boxes), return_exceptions=True)
