@@ -64,7 +64,7 @@ class BoxPool:
         try:
             async with self.use(label):
                 pass
-        except Exception as e:  # noqa: BLE001 - a later use restores again and reports
+        except Exception as e:  # a later use restores again and reports the error
             logger.info("prefetching the box of %s failed: %s", label, e)
 
     async def _evict(self) -> None:
