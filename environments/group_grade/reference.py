@@ -352,15 +352,21 @@ def turn_lines(turns: Sequence[str]) -> list[Line]:
     return lines
 
 
-def find_quote(turns: Sequence[str], line: Line, match: re.Match[str]) -> Evidence | None:
-    """A quote of ``line`` around ``match`` that stands on ``turns``, if any."""
+def find_quote(
+    turns: Sequence[str], own: Sequence[Line], index: int, match: re.Match[str]
+) -> Evidence | None:
+    """A quote of ``own[index]`` around ``match`` that stands on ``turns``: the line cut to
+    ``QUOTE_MAX`` characters, else with its neighbours in the same turn (``own`` holds the
+    candidate's own lines only, so neighbours are adjacent in its policy text)."""
+    line = own[index]
     text = line.text
     start, end = max(0, match.start() - 40), min(len(text), match.end() + 100)
     if start > 0 and (space := text.find(" ", start, match.start())) >= 0:
         start = space + 1
     if end < len(text) and (space := text.rfind(" ", match.end(), end)) >= 0:
         end = space
-    for quote in (text[start:end], text[:QUOTE_MAX], text):
+    context = [o.text for o in own[max(0, index - 1) : index + 2] if o.turn == line.turn]
+    for quote in (text[start:end], text[:QUOTE_MAX], " ".join(context)[: 2 * QUOTE_MAX]):
         evidence = Evidence(turn=line.turn, quote=quote.strip())
         if quote_found(turns, evidence):
             return evidence
@@ -381,11 +387,20 @@ class Finding:
 
 
 def first_quote(
-    turns: Sequence[str], lines: Sequence[Line], pattern: re.Pattern[str], parts: set[Part]
+    turns: Sequence[str],
+    lines: Sequence[Line],
+    pattern: re.Pattern[str],
+    parts: set[Part],
+    tool: re.Pattern[str] | None = None,
 ) -> Evidence | None:
-    for line in lines:
-        match = pattern.search(line.text) if line.part in parts else None
-        if match and (evidence := find_quote(turns, line, match)):
+    """The first quotable match of ``pattern`` in the candidate's own lines of ``parts``
+    (calls of a ``tool`` matching that pattern, when given)."""
+    own = [line for line in lines if line.part != "result"]
+    for index, line in enumerate(own):
+        if line.part not in parts or (tool is not None and not tool.search(line.tool)):
+            continue
+        match = pattern.search(line.text)
+        if match and (evidence := find_quote(turns, own, index, match)):
             return evidence
     return None
 
@@ -419,8 +434,7 @@ def writes_file(turns: Sequence[str], lines: Sequence[Line], path: str) -> Evide
     if by_command is not None:
         return by_command
     named = re.compile(rf"(?:^|[\s/:'\"]){re.escape(PurePosixPath(path).name)}\b")
-    edits = [line for line in lines if line.part == "call" and _WRITE_TOOL.search(line.tool)]
-    return first_quote(turns, edits, named, {"call"})
+    return first_quote(turns, lines, named, {"call"}, tool=_WRITE_TOOL)
 
 
 def added_lines(patch: str | None) -> list[tuple[str, str]]:
@@ -513,12 +527,17 @@ def audit(turns: Sequence[str], patch: str | None) -> list[Finding]:
     for kind, what, pattern, parts in rules:
         if evidence := first_quote(turns, lines, pattern, parts):
             findings.append(Finding(kind, what, evidence))
-    for line in lines:
-        install = _INSTALL.search(line.text) if line.part == "call" else None
-        if install and _installs_remote(install.group(1) or install.group(2) or ""):
-            evidence = find_quote(turns, line, install)
-            findings.append(Finding("upstream_fetch", "a command installs packages", evidence))
-            break
+    installs = [
+        line.text
+        for line in lines
+        if line.part == "call"
+        and (install := _INSTALL.search(line.text))
+        and _installs_remote(install.group(1) or install.group(2) or "")
+    ]
+    if installs:
+        pattern = re.compile(re.escape(installs[0]))
+        evidence = first_quote(turns, lines, pattern, {"call"})
+        findings.append(Finding("upstream_fetch", "a command installs packages", evidence))
     if evidence := first_quote(turns, lines, _HISTORY, {"call"}):
         what = "a command probes git history (cannot show a fetched fix)"
         findings.append(Finding("upstream_fetch", what, evidence, provable=False))

@@ -14,6 +14,7 @@ from typing import get_args
 import verifiers.v1 as vf
 
 from group_grade.advantages import F_MIN, LAMBDA_MAX, FallbackReason, gar_records
+from group_grade.agreement import Agreement, agreement
 from group_grade.data import GroupGradeData
 from group_grade.verdict import GroupVerdict
 
@@ -64,3 +65,22 @@ def gar(task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
 def valid(trace: vf.Trace) -> float:
     """1 when the grader's verdict stood, else 0 (the reason is in ``fallback_reason``)."""
     return float(trace.info.get("verdict") is not None)
+
+
+def verdict_agreement(task: GroupGradeData, trace: vf.Trace) -> Agreement | None:
+    """Agreement of the recorded verdict with the row's truth (None for unlabeled rows)."""
+    if task.truth is None:
+        return None
+    downgraded = (trace.info.get("citations") or {}).get("downgraded", [])
+    return agreement(task.truth, recorded_verdict(trace), downgraded)
+
+
+def agreement_metrics(task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
+    scores = verdict_agreement(task, trace)
+    return scores.metrics() if scores is not None else {}
+
+
+def agreement_reward(task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
+    """Keyed so that unlabeled rows record no ``agreement`` reward at all."""
+    scores = verdict_agreement(task, trace)
+    return {"agreement": scores.reward} if scores is not None else {}

@@ -134,9 +134,18 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
             "grader_tokens": float(trace.num_total_tokens),
         }
 
+    @vf.metric
+    async def agreement_metrics(self, task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
+        return scoring.agreement_metrics(task, trace)
+
     @vf.reward(weight=1.0)
     async def valid(self, trace: vf.Trace) -> float:
         return scoring.valid(trace)
+
+    @vf.reward(weight=1.0)
+    async def agreement(self, task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
+        """Labeled rows only: how well the verdict agrees with the row's truth."""
+        return scoring.agreement_reward(task, trace)
 
 
 def _drop_nulls(value: Any) -> Any:
