@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -244,3 +246,37 @@ async def test_the_grader_runs_hidden_tests_in_two_restored_boxes(boxes: Path, t
     assert "2 failed" in second and second.endswith("[exit code 1]")
     assert trace.metrics["restores"] == 2.0 and trace.metrics["restore_seconds"] > 0
     assert advantages(trace) == {"c01": 0.5, "c02": -0.5}
+
+
+def test_vf_eval_cli_as_the_readme_documents_it(boxes: Path, tmp_path: Path):
+    rows = write_rows(tmp_path / "rows.jsonl", worked_example())
+    with ChatServer(ScriptedModel([submit(verdict())])).in_thread() as server:
+        result = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "vf-eval"),
+                "group-grade",
+                "-m",
+                "scripted-model",
+                "--client.base-url",
+                server.base_url,
+                "--client.api-key-var",
+                KEY_VAR,
+                "--env.agent.runtime.type",
+                "subprocess",
+                "--env.taskset.source",
+                str(rows),
+                "--no-push",
+                "--no-rich",
+                "-o",
+                str(tmp_path / "runs"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (traces_file,) = (tmp_path / "runs").rglob("traces.jsonl")
+    episode = json.loads(traces_file.read_text().splitlines()[0])
+    (trace,) = episode["traces"]
+    assert {k: round(r["advantage"], 4) for k, r in trace["info"]["gar"].items()} == WORKED
