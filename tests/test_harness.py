@@ -11,7 +11,6 @@ from typing import Any
 import anyio
 import pytest
 import verifiers.v1 as vf
-import verifiers.v1.runtimes.subprocess as subprocess_runtime
 from verifiers.v1.cli.eval.runner import run_eval
 from verifiers.v1.configs.cli.eval import EvalConfig
 from verifiers.v1.errors import MODEL_TRANSPORT_ERROR_EXIT_CODE
@@ -68,17 +67,6 @@ __all__ = ["GraderHarness", "ProbeTaskset"]
 if __name__ == "__main__":
     EchoToolset.run()
 '''
-
-
-@pytest.fixture
-def boxes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Keep subprocess boxes (and anything under HOME) inside the test's tmp dir."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    # Read once at import by verifiers; patch where the subprocess runtime uses it.
-    monkeypatch.setattr(subprocess_runtime, "CACHE_DIR", home / ".cache" / "verifiers")
-    return home
 
 
 @pytest.fixture
