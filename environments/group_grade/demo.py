@@ -177,10 +177,17 @@ async def _progress(results: Path, total: int) -> None:
     )
     with Progress(*columns, console=Console(stderr=True)) as bar:
         task = bar.add_task("grading", total=total)
-        while True:
+
+        def update() -> None:
             done = results.read_bytes().count(b"\n") if results.exists() else 0
             bar.update(task, completed=min(done, total))
-            await asyncio.sleep(0.5)
+
+        try:
+            while True:
+                update()
+                await asyncio.sleep(0.5)
+        finally:
+            update()
 
 
 async def grade(args: argparse.Namespace) -> tuple[list[vf.Episode], EvalConfig]:
