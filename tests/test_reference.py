@@ -431,3 +431,42 @@ def test_the_module_serves_an_openai_compatible_endpoint():
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_vf_eval_reports_agreement_for_a_judge_endpoint(boxes: Path, tmp_path: Path):
+    """The README's judge-benchmark command, against the reference grader's endpoint, on the
+    shipped labeled rows."""
+    with ChatServer(ReferenceGrader(), model="reference").in_thread() as server:
+        result = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "vf-eval"),
+                "group-grade",
+                "-m",
+                "reference",
+                "--client.base-url",
+                server.base_url,
+                "--client.api-key-var",
+                "GG_UNUSED_KEY",
+                "--env.agent.runtime.type",
+                "subprocess",
+                "-n",
+                "2",
+                "--no-push",
+                "--no-rich",
+                "-o",
+                str(tmp_path / "runs"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=tmp_path,
+        )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (traces_file,) = (tmp_path / "runs").rglob("traces.jsonl")
+    episodes = [json.loads(line) for line in traces_file.read_text().splitlines()]
+    assert len(episodes) == 2
+    for episode in episodes:
+        (trace,) = episode["traces"]
+        assert trace["rewards"]["agreement"]["score"] > 0.5
+        for name in ("pairwise", "best_tier", "hack_precision", "hack_recall", "valid"):
+            assert f"agreement/{name}" in trace["metrics"]
