@@ -280,3 +280,58 @@ def test_vf_eval_cli_as_the_readme_documents_it(boxes: Path, tmp_path: Path):
     episode = json.loads(traces_file.read_text().splitlines()[0])
     (trace,) = episode["traces"]
     assert {k: round(r["advantage"], 4) for k, r in trace["info"]["gar"].items()} == WORKED
+
+
+def box_dirs(home: Path) -> list[Path]:
+    return [p for p in home.rglob("gg-box-*") if p.is_dir()]
+
+
+async def boxed_rows(tmp_path: Path) -> Path:
+    fixed = await snapshot(tmp_path, "fixed", FIXED)
+    data = GroupGradeData(
+        group_id="cleanup",
+        privileged=HIDDEN_TESTS,
+        candidates=[
+            Candidate(label="c01", reward=1.0, passed=True, checkpoint=fixed, turns=["x"]),
+            Candidate(label="c02", reward=0.0, checkpoint=fixed, turns=["y"]),
+        ],
+    )
+    return write_rows(tmp_path / "rows.jsonl", data)
+
+
+def in_box(command: str) -> Reply:
+    return Reply(tool_calls=[("candidate_shell", {"label": "c01", "command": command})])
+
+
+@pytest.mark.anyio
+async def test_boxes_are_gone_after_a_normal_end_and_after_an_error(boxes: Path, tmp_path: Path):
+    rows = await boxed_rows(tmp_path)
+    async with ChatServer(ScriptedModel([in_box("touch made"), Reply("done")])) as server:
+        episode = await grade(server, rows, tmp_path / "ok")
+    assert episode.traces[0].metrics["restores"] >= 1
+    assert box_dirs(boxes) == []
+
+    def then_crash(body):
+        if tool_results(body):
+            raise RuntimeError("the model backend fell over")
+        return in_box("touch made")
+
+    async with ChatServer(then_crash) as server:
+        episode = await grade(server, rows, tmp_path / "crash")
+    assert episode.traces[0].info["fallback_reason"] == "error"
+    assert box_dirs(boxes) == []
+
+
+@pytest.mark.anyio
+async def test_boxes_are_gone_after_cancellation(boxes: Path, tmp_path: Path):
+    rows = await boxed_rows(tmp_path)
+    async with ChatServer(ScriptedModel([in_box("sleep 120")])) as server:
+        with anyio.move_on_after(240):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(grade, server, rows, tmp_path / "cancelled")
+                with anyio.fail_after(120):
+                    while not (server.requests and box_dirs(boxes)):
+                        await anyio.sleep(0.2)
+                await anyio.sleep(1)
+                tg.cancel_scope.cancel()
+    assert box_dirs(boxes) == []
