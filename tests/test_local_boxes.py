@@ -8,6 +8,7 @@ import io
 import logging
 import os
 import shutil
+import signal
 import socket
 import sys
 import tarfile
@@ -78,6 +79,10 @@ async def box(backend: LocalBackend, project: Path, tmp_path: Path) -> AsyncIter
 def archive_path(checkpoint: str) -> Path:
     assert checkpoint.startswith("local:/")
     return Path(checkpoint.removeprefix("local:"))
+
+
+# The shell's own pid as the host sees it ($$ and $! are namespace-local in a box).
+HOST_PID = "read -r host_pid _ < /proc/self/stat; echo $host_pid"
 
 
 def process_gone(pid: int, within: float = 5.0) -> bool:
@@ -335,13 +340,15 @@ async def test_commands_cannot_reach_the_network(box: LocalBox) -> None:
 async def test_timeout_kills_the_process_group_and_keeps_partial_output(box: LocalBox) -> None:
     started = time.monotonic()
     with anyio.fail_after(30):
-        result = await box.run("sleep 300 & echo child $!; echo started; sleep 30", timeout=1)
+        result = await box.run(
+            f"sh -c '{HOST_PID}; exec sleep 300' & sleep 0.2; echo started; sleep 30", timeout=1
+        )
     assert time.monotonic() - started < 10
     assert result.timed_out
     assert result.exit_code == local.TIMEOUT_EXIT_CODE
-    assert "started" in result.output
-    child = int(result.output.split()[1])
-    assert process_gone(child)
+    child, started_line = result.output.split()[:2]
+    assert started_line == "started"
+    assert process_gone(int(child))
 
 
 @pytest.mark.anyio
@@ -380,17 +387,25 @@ async def test_huge_output_is_capped_without_hanging(box: LocalBox) -> None:
     assert "bytes of output dropped" in result.output
 
 
+async def wait_for_pid(pid_file: Path) -> int:
+    deadline = time.monotonic() + 10
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    return int(pid_file.read_text())
+
+
 @pytest.mark.anyio
 async def test_close_kills_processes_removes_directory_and_is_idempotent(box: LocalBox) -> None:
     with anyio.fail_after(30):
-        result = await box.run("sleep 300 >/dev/null 2>&1 & echo $!", timeout=10)
-        pid = int(result.output)
+        running = asyncio.ensure_future(box.run(f"{HOST_PID} > pid; sleep 300", timeout=60))
+        pid = await wait_for_pid(Path(box.workdir) / "pid")
         assert not process_gone(pid, within=0.2)
         workdir = Path(box.workdir)
-        assert workdir.is_dir()
         await box.close()
         assert not workdir.exists()
         assert process_gone(pid)
+        await asyncio.gather(running, return_exceptions=True)
         await box.close()
         with pytest.raises(BoxError, match="closed"):
             await box.run("true", timeout=5)
@@ -399,22 +414,36 @@ async def test_close_kills_processes_removes_directory_and_is_idempotent(box: Lo
 
 
 @pytest.mark.anyio
+async def test_a_killed_launcher_takes_the_whole_command_with_it(box: LocalBox) -> None:
+    """What happens when the tool server dies mid-command: its launcher is killed
+    (PR_SET_PDEATHSIG) and, in a PID namespace, the kernel kills every process inside."""
+    if (
+        not local._detect_isolation().prefix
+        or "--kill-child" not in local._detect_isolation().prefix
+    ):
+        pytest.skip("this machine cannot make PID namespaces for local boxes")
+    with anyio.fail_after(30):
+        command = f"sh -c '{HOST_PID} > bgpid; exec sleep 300' & {HOST_PID} > pid; sleep 300"
+        running = asyncio.ensure_future(box.run(command, timeout=60))
+        workdir = Path(box.workdir)
+        pid, background = await wait_for_pid(workdir / "pid"), await wait_for_pid(workdir / "bgpid")
+        (launcher,) = box._groups
+        os.kill(launcher, signal.SIGKILL)
+        assert process_gone(pid) and process_gone(background)
+        await asyncio.gather(running, return_exceptions=True)
+
+
+@pytest.mark.anyio
 async def test_cancelled_run_kills_the_command(box: LocalBox) -> None:
     pid_file = Path(box.workdir) / "pid"
 
-    async def run() -> None:
-        await box.run("echo $$ > pid; sleep 300", timeout=60)
-
     with anyio.fail_after(30):
-        task = asyncio.ensure_future(run())
-        deadline = time.monotonic() + 10
-        while not pid_file.exists() or not pid_file.read_text().strip():
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.05)
+        task = asyncio.ensure_future(box.run(f"{HOST_PID} > pid; sleep 300", timeout=60))
+        pid = await wait_for_pid(pid_file)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-    assert process_gone(int(pid_file.read_text()))
+    assert process_gone(pid)
 
 
 # --- restore errors --------------------------------------------------------------------------

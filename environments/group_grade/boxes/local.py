@@ -2,7 +2,9 @@
 directory on this machine, commands run there with the network blocked.
 
 For development, the demo and tests. A local box isolates the *network* only (each command
-runs in a new network namespace with nothing but its own loopback); it has no filesystem or
+runs in a new network namespace with nothing but its own loopback, and, where the machine
+allows, a new PID namespace: whatever a command leaves running dies with it, and a command
+dies with the process that started it); it has no filesystem or
 user isolation, so a command can read and write anything the host user can. Grade untrusted
 candidates in ``prime`` boxes.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import fnmatch
 import functools
 import gzip
@@ -114,7 +117,16 @@ def _detect_isolation() -> _Isolation:
     if unshare is None:
         return _Isolation(None, None, "`unshare` (util-linux) is not installed")
     failures: list[str] = []
-    for prefix in ((unshare, "-n"), (unshare, "--net", "--map-root-user")):
+    # A private PID namespace too where possible: when the launcher dies (killed with the
+    # tool server, see _die_with_parent) the kernel kills everything the command left behind.
+    pid_ns = ("--pid", "--fork", "--kill-child")
+    prefixes = (
+        (unshare, "-n", *pid_ns),
+        (unshare, "--net", "--map-root-user", *pid_ns),
+        (unshare, "-n"),
+        (unshare, "--net", "--map-root-user"),
+    )
+    for prefix in prefixes:
         error = _probe([*prefix, "true"])
         if error is None:
             ip = shutil.which("ip")
@@ -123,6 +135,13 @@ def _detect_isolation() -> _Isolation:
             return _Isolation(prefix, ip, "")
         failures.append(f"`{' '.join(['unshare', *prefix[1:]])} true` failed: {error}")
     return _Isolation(None, None, "; ".join(failures))
+
+
+def _die_with_parent() -> None:
+    """In the forked child: be killed when the process that started the command dies (Linux
+    PR_SET_PDEATHSIG), so a tool server killed mid-command leaves no command running."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
 def can_isolate_network() -> bool:
@@ -338,6 +357,7 @@ class LocalBox(Box):
                     stdout=write_fd,
                     stderr=write_fd,
                     start_new_session=True,
+                    preexec_fn=_die_with_parent,
                 )
             except OSError as exc:
                 raise BoxError(f"could not start the command: {exc}") from exc
