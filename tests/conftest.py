@@ -15,21 +15,24 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def boxes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Keep subprocess boxes (and anything under HOME) inside the test's tmp dir."""
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """HOME inside the test's tmp dir (no real ~/.prime or caches are read)."""
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def boxes(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Keep subprocess boxes (and anything under HOME) inside the test's tmp dir."""
     # Read once at import by verifiers; patch where the subprocess runtime uses it.
     monkeypatch.setattr(subprocess_runtime, "CACHE_DIR", home / ".cache" / "verifiers")
     return home
 
 
 @pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePrimeAPI]:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
+def fake(tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePrimeAPI]:
     for var in (
         "PRIME_BASE_URL",
         "PRIME_TEAM_ID",

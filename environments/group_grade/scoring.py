@@ -16,15 +16,8 @@ import verifiers.v1 as vf
 from group_grade.advantages import F_MIN, LAMBDA_MAX, FallbackReason, gar_records
 from group_grade.agreement import Agreement, agreement
 from group_grade.data import GroupGradeData
+from group_grade.grade_traces import mark_grade_trace
 from group_grade.verdict import GroupVerdict
-
-
-def mark_grade_trace(data: GroupGradeData, trace: vf.Trace) -> None:
-    """Stamp the trace as a grade trace (exports skip these: they hold privileged data)."""
-    trace.info["kind"] = "grade"
-    trace.info["group_id"] = data.group_id
-    if data.trace_ids:
-        trace.info["candidates"] = dict(data.trace_ids)
 
 
 def recorded_verdict(trace: vf.Trace) -> GroupVerdict | None:
