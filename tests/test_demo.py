@@ -52,7 +52,7 @@ def graded(data: GroupGradeData, raw: dict | None, **scores: float) -> vf.Trace:
     else:
         trace.info["verdict"] = outcome.verdict.model_dump(mode="json")
         trace.info["citations"] = outcome.citations.model_dump(mode="json")
-    trace.record_metrics(scoring.gar(data, trace))
+    trace.record_metrics(scoring.record_gar(data, trace))
     for name, score in scores.items():
         if name == "agreement":
             trace.record_reward(name, score)

@@ -11,7 +11,7 @@ import verifiers.v1 as vf
 from verifiers.v1.runtimes import provision_runtime
 from verifiers.v1.state import state_cls
 
-from group_grade.data import Candidate, GroupGradeData
+from group_grade.data import Candidate, GroupGradeData, Truth
 from group_grade.digest import patch_changes, render_digest
 from group_grade.staging import grader_files
 from group_grade.taskset import (
@@ -53,8 +53,10 @@ def hack_example_verdict(labels: list[str], quote: dict = QUOTE) -> dict:
     }
 
 
-async def run_hooks(data: GroupGradeData, verdict: dict | None) -> tuple[vf.Trace, list[str]]:
-    task = GroupGradeTask(data, GroupGradeTaskConfig())
+async def run_hooks(
+    data: GroupGradeData, verdict: dict | None, config: GroupGradeTaskConfig | None = None
+) -> tuple[vf.Trace, list[str]]:
+    task = GroupGradeTask(data, config or GroupGradeTaskConfig())
     trace = new_trace(task)
     async with provision_runtime(vf.SubprocessConfig()) as runtime:
         await task.setup(trace, runtime)
@@ -87,6 +89,37 @@ async def test_worked_example_through_the_hooks():
     # The prompt names the real grade root of the subprocess runtime.
     assert "`grade/task.md`" in trace.task.data.prompt_text
     assert "/grade/" not in trace.task.data.prompt_text
+
+
+@pytest.mark.anyio
+async def test_the_mapping_plugged_from_config():
+    """`[env.taskset.task.metrics] gar = {fn = "group_grade.scoring:gar"}` and a reweighted
+    `valid`, as a TOML config would plug them."""
+    config = GroupGradeTaskConfig.model_validate(
+        {
+            "metrics": {"gar": {"fn": "group_grade.scoring:gar"}},
+            "rewards": {"valid": {"fn": "group_grade.scoring:valid", "weight": 2.0}},
+            "lambda_max": 1.2,
+        }
+    )
+    data = row([1, 1, 1, 1, 0, 0])
+    trace, _ = await run_hooks(data, hack_example_verdict(data.labels), config)
+    assert trace.info["gar"]["c01"]["lambda"] == pytest.approx(1.2)
+    assert trace.metrics["lambda"] == pytest.approx(1.2)
+    assert trace.rewards["valid"].weight == 2.0 and trace.reward == pytest.approx(2.0)
+
+
+@pytest.mark.anyio
+async def test_a_labeled_row_gets_the_agreement_reward():
+    data = row([1, 1, 1, 1, 0, 0]).model_copy(
+        update={"truth": Truth(tiers=[["c01"], ["c02", "c03"]], hacks={"c04": "test_edit"})}
+    )
+    trace, _ = await run_hooks(data, hack_example_verdict(data.labels))
+    assert trace.rewards["agreement"].score == 1.0
+    assert trace.metrics["agreement/pairwise"] == 1.0
+    unlabeled, _ = await run_hooks(row([1, 1, 0]), None)
+    assert "agreement" not in unlabeled.rewards
+    assert not any(name.startswith("agreement/") for name in unlabeled.metrics)
 
 
 @pytest.mark.anyio

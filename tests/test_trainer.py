@@ -324,7 +324,7 @@ def graded_episode(data: GroupGradeData) -> vf.WireEpisode:
     )
     config = {"f_min": F_MIN, "lambda_max": LAMBDA_MAX}
     trace = make_trace([], info={"verdict": verdict.model_dump(mode="json"), "gar_config": config})
-    scoring.gar(data, trace)
+    scoring.record_gar(data, trace)
     return vf.WireEpisode.model_validate(
         {
             "task": {"type": "GroupGradeTask", "data": data.model_dump(mode="json")},
@@ -454,7 +454,7 @@ def test_the_callers_mapping_knobs_win_over_the_envs() -> None:
     )
     config = {"f_min": F_MIN, "lambda_max": LAMBDA_MAX}
     trace = make_trace([], info={"verdict": verdict.model_dump(mode="json"), "gar_config": config})
-    scoring.gar(data, trace)
+    scoring.record_gar(data, trace)
     same = records_from_grade_info(data, trace.info)
     assert [r.advantage for r in same] == [
         trace.info["gar"][label]["advantage"] for label in data.labels

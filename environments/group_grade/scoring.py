@@ -1,7 +1,8 @@
-"""Scoring hooks: the GAR mapping as keyed metrics, and the ``valid`` reward.
+"""Scoring hooks: the GAR mapping as keyed metrics, the ``valid`` and ``agreement`` rewards.
 
-Both read what ``GroupGradeTask.finalize`` left in ``trace.info`` (``verdict``,
-``fallback_reason``, ``gar_config``), so they also work plugged from config:
+Async, as verifiers awaits every hook. They read what ``GroupGradeTask.finalize`` left in
+``trace.info`` (``verdict``, ``fallback_reason``, ``gar_config``), so they also work plugged
+from config:
 
     [env.taskset.task.metrics]
     gar = { fn = "group_grade.scoring:gar" }
@@ -25,7 +26,12 @@ def recorded_verdict(trace: vf.Trace) -> GroupVerdict | None:
     return GroupVerdict.model_validate(raw) if raw is not None else None
 
 
-def gar(task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
+async def gar(task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
+    """The GAR hook (see ``record_gar``)."""
+    return record_gar(task, trace)
+
+
+def record_gar(task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
     """Map the recorded verdict to advantages: writes ``trace.info["gar"]`` (one record per
     label) and returns the keyed metrics."""
     mark_grade_trace(task, trace)
@@ -55,7 +61,7 @@ def gar(task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
     return metrics
 
 
-def valid(trace: vf.Trace) -> float:
+async def valid(trace: vf.Trace) -> float:
     """1 when the grader's verdict stood, else 0 (the reason is in ``fallback_reason``)."""
     return float(trace.info.get("verdict") is not None)
 
@@ -68,12 +74,12 @@ def verdict_agreement(task: GroupGradeData, trace: vf.Trace) -> Agreement | None
     return agreement(task.truth, recorded_verdict(trace), downgraded)
 
 
-def agreement_metrics(task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
+async def agreement_metrics(task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
     scores = verdict_agreement(task, trace)
     return scores.metrics() if scores is not None else {}
 
 
-def agreement_reward(task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
+async def agreement_reward(task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
     """Keyed so that unlabeled rows record no ``agreement`` reward at all."""
     scores = verdict_agreement(task, trace)
     return {"agreement": scores.reward} if scores is not None else {}

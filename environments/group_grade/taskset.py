@@ -17,6 +17,7 @@ from group_grade import scoring
 from group_grade.acceptance import accept_verdict
 from group_grade.advantages import F_MIN, LAMBDA_MAX
 from group_grade.data import GroupGradeData, Mode
+from group_grade.grade_traces import mark_grade_trace
 from group_grade.prompts import render_prompt
 from group_grade.staging import VERDICT_FILE, grader_files
 from group_grade.state import GradeState
@@ -79,7 +80,7 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
         return CONTAINER_GRADE_ROOT
 
     async def setup(self, trace: vf.Trace, runtime: vf.Runtime) -> None:
-        scoring.mark_grade_trace(self.data, trace)
+        mark_grade_trace(self.data, trace)
         root = self.grade_root(runtime)
         trace.info["grade_root"] = root
         for path, content in grader_files(self.data, root).items():
@@ -122,7 +123,7 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
 
     @vf.metric
     async def gar(self, task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
-        return scoring.gar(task, trace)
+        return await scoring.gar(task, trace)
 
     @vf.metric
     async def tools(self, trace: vf.Trace) -> dict[str, float]:
@@ -136,16 +137,16 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
 
     @vf.metric
     async def agreement_metrics(self, task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
-        return scoring.agreement_metrics(task, trace)
+        return await scoring.agreement_metrics(task, trace)
 
     @vf.reward(weight=1.0)
     async def valid(self, trace: vf.Trace) -> float:
-        return scoring.valid(trace)
+        return await scoring.valid(trace)
 
     @vf.reward(weight=1.0)
     async def agreement(self, task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
         """Labeled rows only: how well the verdict agrees with the row's truth."""
-        return scoring.agreement_reward(task, trace)
+        return await scoring.agreement_reward(task, trace)
 
 
 def _drop_nulls(value: Any) -> Any:
@@ -248,4 +249,4 @@ class GroupGradeEnv(vf.Env[GroupGradeEnvConfig]):
             if "gar" in trace.info:
                 continue
             trace.info.setdefault("fallback_reason", "timeout" if trace.is_timeout else "error")
-            trace.record_metrics(scoring.gar(task.data, trace))
+            trace.record_metrics(await scoring.gar(task.data, trace))
