@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from group_grade.data import GroupGradeData, HackLevel, Margin
-from group_grade.verdict import Evidence, GroupVerdict
+from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict
 
 FallbackReason = Literal["timeout", "error", "invalid", "stale"]
 MARGIN_VALUES: dict[str, float] = {"tie": 0.0, "slight": 0.25, "clear": 0.5, "large": 1.0}
@@ -69,9 +69,12 @@ def _tier_numbers(verdict: GroupVerdict) -> dict[str, int]:
 def _record_base(data: GroupGradeData, verdict: GroupVerdict) -> dict[str, dict]:
     tiers = _tier_numbers(verdict)
     overall = win_rates(_all_tiers(verdict))
+    entries: dict[str, CandidateVerdict] = {}
+    for entry in verdict.candidates:
+        entries.setdefault(entry.label, entry)  # the first entry of a label, as hack_of
     base: dict[str, dict] = {}
     for candidate in data.candidates:
-        entry = verdict.hack_of(candidate.label)
+        entry = entries.get(candidate.label)
         base[candidate.label] = {
             "label": candidate.label,
             "reward": candidate.reward,
@@ -94,22 +97,22 @@ def rewards_mode_records(
     advantages are redistributed by win rate within the ranking, capped by lambda_max."""
     labels = data.labels
     confirmed = verdict.confirmed
-    lowest = min(data.rewards)
-    rewards = [
-        lowest if label in confirmed else r for label, r in zip(labels, data.rewards, strict=True)
-    ]
+    given = data.rewards
+    lowest = min(given)
+    rewards = [lowest if label in confirmed else r for label, r in zip(labels, given, strict=True)]
     mean = sum(rewards) / len(rewards)
     raw = [r - mean for r in rewards]
     positive = [i for i, a in enumerate(raw) if a > 0]
 
     ranked = [label for tier in verdict.ranking for label in tier]
+    ranked_set = set(ranked)
     ranked_w = win_rates(verdict.ranking)
     w: dict[int, float | None] = {i: ranked_w.get(label) for i, label in enumerate(labels)}
     f: dict[int, float] = {}
     for i in positive:
-        if labels[i] not in ranked:
+        if labels[i] not in ranked_set:
             w[i] = 0.5
-        if len(ranked) == 1 and labels[i] in ranked:
+        if len(ranked) == 1 and labels[i] in ranked_set:
             f[i] = 1.0
         else:
             f[i] = f_min + (1 - f_min) * w[i]

@@ -9,7 +9,7 @@ from typing import Literal
 import verifiers.v1 as vf
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from group_grade.transcript import elide, transcript_turns
+from group_grade.transcript import elided_transcript_turns, transcript_turns
 
 Mode = Literal["rewards", "advantages"]
 Margin = Literal["tie", "slight", "clear", "large"]
@@ -157,15 +157,17 @@ class GroupGradeData(vf.TaskData):
             trace = traces[index]
             label = f"c{position:0{width}d}"
             labels[label] = trace.id
-            turns = transcript_turns(trace)
             ranked = mode == "advantages" or passed[index]
+            # Unranked candidates keep their first and last turns; the middle ones are not
+            # even rendered.
+            turns = transcript_turns(trace) if ranked else elided_transcript_turns(trace)
             info = trace.info
             candidates.append(
                 Candidate(
                     label=label,
                     reward=rewards[index],
                     passed=bool(passed[index]),
-                    turns=turns if ranked else elide(turns),
+                    turns=turns,
                     patch=info.get("patch"),
                     test_output=info.get("test_output"),
                     stop_condition=trace.stop_condition,

@@ -16,6 +16,12 @@ from group_grade.transcript import ELIDED
 from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict
 
 RULES_TEMPLATE: dict[Mode, str] = {"rewards": "rank_passing.md", "advantages": "rank_all.md"}
+PROMPT_BUDGET = 8000
+"""Bytes the prompt stays under when it can: a task statement that would push it over is cut
+short in the prompt, with a pointer to ``<grade root>/task.md``, which always holds all of it.
+The prompt is otherwise independent of transcript sizes and grows by one line per candidate."""
+TASK_EXCERPT_MIN = 600
+"""Characters of the task statement the prompt always shows, whatever the budget."""
 
 
 def prompts_dir() -> Path:
@@ -87,6 +93,22 @@ def render_verdict_format(mode: Mode, *, grade_root: str, has_submit_tool: bool 
     )
 
 
+def _task_excerpt(task: str, keep: int, grade_root: str) -> str:
+    """The first ``keep`` characters of ``task`` or fewer (cut at a line or word end when one
+    is near), and a note that the rest is in ``task.md``."""
+    head = task[:keep]
+    for stop in ("\n", " "):
+        at = head.rfind(stop)
+        if at >= keep * 4 // 5:
+            head = head[:at]
+            break
+    head = head.rstrip()
+    if head.count("```") % 2:  # cut inside a code block: close it
+        head += "\n```"
+    note = f"[... the task statement is cut here: `{grade_root}/task.md` holds all of it]"
+    return f"{head}\n\n{note}"
+
+
 def render_prompt(
     data: GroupGradeData,
     *,
@@ -96,19 +118,28 @@ def render_prompt(
     box_privileged: str = BOX_PRIVILEGED_DIR,
 ) -> str:
     """The grader's opening prompt for ``data``. ``policy`` replaces the default grading
-    policy text. Transcripts are never inlined: they are files in the grader's box."""
-    return render_template(
-        "grader.md",
-        policy=(policy if policy is not None else render_template("policy.md")).strip(),
-        rules=render_template(RULES_TEMPLATE[data.mode]),
-        verdict_format=render_verdict_format(
+    policy text. Transcripts are never inlined: they are files in the grader's box. A long
+    task statement is cut short to keep the prompt under ``PROMPT_BUDGET`` bytes (never below
+    ``TASK_EXCERPT_MIN`` characters); the full statement is staged as ``task.md``."""
+    root = grade_root.rstrip("/") or "/"
+    context: dict[str, object] = {
+        "policy": (policy if policy is not None else render_template("policy.md")).strip(),
+        "rules": render_template(RULES_TEMPLATE[data.mode]),
+        "verdict_format": render_verdict_format(
             data.mode, grade_root=grade_root, has_submit_tool=has_submit_tool
         ),
-        grade_root=grade_root.rstrip("/") or "/",
-        any_elided=any(ELIDED in c.turns for c in data.candidates),
-        any_box=any(c.checkpoint for c in data.candidates),
-        box_privileged=box_privileged,
-        task=data.task_prompt.strip() or "(not recorded)",
-        mode=data.mode,
-        candidates=data.candidates,
-    )
+        "grade_root": root,
+        "any_elided": any(ELIDED in c.turns for c in data.candidates),
+        "any_box": any(c.checkpoint for c in data.candidates),
+        "box_privileged": box_privileged,
+        "mode": data.mode,
+        "candidates": data.candidates,
+    }
+    task = data.task_prompt.strip() or "(not recorded)"
+    text = render_template("grader.md", task=task, **context)
+    excess = len(text.encode()) - PROMPT_BUDGET
+    if excess > 0 and len(task) > TASK_EXCERPT_MIN:
+        # Each character dropped frees at least one byte; the note costs about 90.
+        keep = max(TASK_EXCERPT_MIN, len(task) - excess - 100 - len(root))
+        text = render_template("grader.md", task=_task_excerpt(task, keep, root), **context)
+    return text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Iterator
@@ -54,16 +55,56 @@ class GroupGradeTaskConfig(vf.TaskConfig):
         return self.policy
 
 
+STAGING_CONCURRENCY = 8
+
+
+def _write_tree(root: Path, files: dict[str, bytes]) -> None:
+    for path, content in files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+
+
+async def stage_files(runtime: vf.Runtime, files: dict[str, str]) -> None:
+    """Write ``files`` into the box: in one worker thread on the subprocess runtime (its box
+    is a host directory), else a few uploads at a time."""
+    encoded = {path: content.encode() for path, content in files.items()}
+    if isinstance(runtime, SubprocessRuntime):
+        await asyncio.to_thread(_write_tree, runtime.workdir, encoded)
+        return
+    gate = asyncio.Semaphore(STAGING_CONCURRENCY)
+
+    async def put(path: str, content: bytes) -> None:
+        async with gate:
+            await runtime.write(path, content)
+
+    await asyncio.gather(*(put(path, content) for path, content in encoded.items()))
+
+
 class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
     def __init__(self, data: GroupGradeData, config: GroupGradeTaskConfig | None = None) -> None:
         super().__init__(data, config)
-        if self.data.prompt is None:
-            root = self.config.grade_root or CONTAINER_GRADE_ROOT
-            self.data = self.data.model_copy(update={"prompt": self.prompt_for(root)})
+        self.renders_prompt = self.data.prompt is None
+        """The row brings no prompt of its own: the grader's prompt is rendered for it, and
+        rendered again in setup when the runtime's grade root differs from the default."""
+        if self.renders_prompt:
+            self.data = self.data.model_copy(update={"prompt": self.prompt_for(self.default_root)})
+
+    @property
+    def default_root(self) -> str:
+        return self.config.grade_root or CONTAINER_GRADE_ROOT
 
     @property
     def key(self) -> str:
         return self.data.group_id
+
+    @property
+    def hash(self) -> str:
+        """verifiers' content hash, computed once per row (it reads it on every rollout)."""
+        cached = self.__dict__.get("_hash")
+        if cached is None or cached[0] is not self.data:
+            cached = self.__dict__["_hash"] = (self.data, super().hash)
+        return cached[1]
 
     @classmethod
     def toolsets(cls, config: GroupGradeTaskConfig) -> list[vf.Toolset]:
@@ -83,10 +124,8 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
         mark_grade_trace(self.data, trace)
         root = self.grade_root(runtime)
         trace.info["grade_root"] = root
-        for path, content in grader_files(self.data, root).items():
-            await runtime.write(path, content.encode())
-        default_root = self.config.grade_root or CONTAINER_GRADE_ROOT
-        if root != default_root and trace.task.data.prompt == self.prompt_for(default_root):
+        await stage_files(runtime, grader_files(self.data, root))
+        if self.renders_prompt and root != self.default_root:
             data = trace.task.data.model_copy(update={"prompt": self.prompt_for(root)})
             trace.task = trace.task.model_copy(update={"data": data})
 

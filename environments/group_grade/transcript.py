@@ -22,11 +22,15 @@ KEEP_HEAD_TURNS = 10
 KEEP_TAIL_TURNS = 10
 
 _HEADER = re.compile(r"^\[(tool_call|tool_result) [^\n\]]*\]$")
+_MARK = "[tool_"
+"""Every header (and header-like line) contains it; text without it needs no line scan."""
 _HEADER_LIKE = re.compile(r"^(\\*)(\[(?:tool_call|tool_result)\b.*)$", re.MULTILINE)
 
 
 def escape_headers(text: str) -> str:
     """Prefix every header-like line (escaped or not) with one more backslash."""
+    if _MARK not in text:  # nearly every text: skip the line-by-line regex scan
+        return text
     return _HEADER_LIKE.sub(lambda m: "\\" + m.group(1) + m.group(2), text)
 
 
@@ -55,12 +59,21 @@ def render_arguments(arguments: str) -> str:
     return "\n".join(lines)
 
 
+_HEADER_NAME_UNSAFE = re.compile(r"[\]\n\r]")
+
+
 def _header_name(name: str) -> str:
-    return re.sub(r"[\]\n\r]", "_", name) or "tool"
+    if "]" in name or "\n" in name or "\r" in name:
+        name = _HEADER_NAME_UNSAFE.sub("_", name)
+    return name or "tool"
 
 
-def _section(header: str, body: str) -> str:
-    return f"[{header}]\n{escape_headers(body)}" if body else f"[{header}]"
+def _section(parts: list[str], header: str, body: str) -> None:
+    """Append ``[header]`` and, when there is one, the escaped body as its own part (the
+    parts are joined with newlines once, so large bodies are copied once)."""
+    parts.append(f"[{header}]")
+    if body:
+        parts.append(escape_headers(body))
 
 
 def render_turn(
@@ -74,24 +87,72 @@ def render_turn(
         parts.append(escape_headers(message.content))
     for call in message.tool_calls or []:
         name = f"{call.namespace}.{call.name}" if call.namespace else call.name
-        parts.append(_section(f"tool_call {_header_name(name)}", render_arguments(call.arguments)))
+        _section(parts, f"tool_call {_header_name(name)}", render_arguments(call.arguments))
     for result in results:
         text = cut_middle(content_text(result.content), tool_result_cap)
-        parts.append(_section(f"tool_result {_header_name(result.name or '')}", text))
+        _section(parts, f"tool_result {_header_name(result.name or '')}", text)
     return "\n".join(parts)
+
+
+def _render_turns(
+    trace: vf.Trace, elide_middle: tuple[int, int] | None, tool_result_cap: int
+) -> list[str]:
+    """Turn texts of ``trace``. With ``elide_middle = (head, tail)`` the turns between the
+    first ``head`` and the last ``tail`` are ``ELIDED`` without being rendered."""
+    messages = trace.assistant_messages
+    total = len(messages)
+    if elide_middle is None or total <= sum(elide_middle):
+        wanted = [True] * total
+    else:
+        head, tail = elide_middle
+        wanted = [i < head or i >= total - tail for i in range(total)]
+    calls = {
+        call.id
+        for message, want in zip(messages, wanted, strict=True)
+        if want
+        for call in message.tool_calls or []
+    }
+    results: dict[str, list[ToolMessage]] = {}
+    for node in trace.nodes:
+        message = node.message
+        if isinstance(message, ToolMessage) and message.tool_call_id in calls:
+            results.setdefault(message.tool_call_id, []).append(message)
+    turns = []
+    for message, want in zip(messages, wanted, strict=True):
+        if not want:
+            turns.append(ELIDED)
+            continue
+        own = [r for call in message.tool_calls or [] for r in results.get(call.id, [])]
+        turns.append(render_turn(message, own, tool_result_cap=tool_result_cap))
+    return turns
 
 
 def transcript_turns(trace: vf.Trace, *, tool_result_cap: int = TOOL_RESULT_CAP) -> list[str]:
     """One text per sampled model response of ``trace``, with the results of its tool calls."""
-    results: dict[str, list[ToolMessage]] = {}
-    for node in trace.nodes:
-        if isinstance(node.message, ToolMessage):
-            results.setdefault(node.message.tool_call_id, []).append(node.message)
-    turns = []
-    for message in trace.assistant_messages:
-        own = [r for call in message.tool_calls or [] for r in results.get(call.id, [])]
-        turns.append(render_turn(message, own, tool_result_cap=tool_result_cap))
-    return turns
+    return _render_turns(trace, None, tool_result_cap)
+
+
+def elided_transcript_turns(
+    trace: vf.Trace,
+    *,
+    head: int = KEEP_HEAD_TURNS,
+    tail: int = KEEP_TAIL_TURNS,
+    tool_result_cap: int = TOOL_RESULT_CAP,
+) -> list[str]:
+    """``elide(transcript_turns(trace))``, without rendering the turns it drops."""
+    return _render_turns(trace, (head, tail), tool_result_cap)
+
+
+def _next_line_starting(turn: str, pos: int, mark: str) -> int:
+    """Start of the first line at or after line start ``pos`` that begins with ``mark``,
+    or -1."""
+    if pos == 0 and turn.startswith(mark):
+        return 0
+    found = turn.find("\n" + mark, max(pos - 1, 0))
+    return found + 1 if found >= 0 else -1
+
+
+_CALL_MARK = "[tool_call "
 
 
 def policy_text(turn: str) -> str:
@@ -99,14 +160,26 @@ def policy_text(turn: str) -> str:
     Section headers themselves are not part of it; an elided turn has none."""
     if turn == ELIDED:
         return ""
+    # Only lines that begin with the header mark can be headers: jump between them with
+    # str.find instead of splitting and matching every line of long tool results. Inside
+    # results only a tool-call header changes anything, so look for that one alone there.
     kept: list[str] = []
     own = True
-    for line in turn.split("\n"):
-        header = _HEADER.match(line)
+    start: int | None = 0  # first line of the current section (None: no line left)
+    at = _next_line_starting(turn, 0, _MARK)
+    while at >= 0:
+        end = turn.find("\n", at)
+        header = _HEADER.match(turn[at:end] if end >= 0 else turn[at:])
         if header:
+            if own and at > start:
+                kept.append(turn[start : at - 1])
             own = header.group(1) == "tool_call"
-        elif own:
-            kept.append(line)
+            start = end + 1 if end >= 0 else None
+        if end < 0:
+            break
+        at = _next_line_starting(turn, end + 1, _MARK if own else _CALL_MARK)
+    if own and start is not None:
+        kept.append(turn[start:])
     return "\n".join(kept)
 
 

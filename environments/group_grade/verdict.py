@@ -61,10 +61,11 @@ def verdict_problems(verdict: GroupVerdict, data: GroupGradeData) -> list[str]:
     """Each broken rule as one line saying which label and what to do."""
     problems: list[str] = []
     known = data.labels
+    known_set = set(known)
     seen: dict[str, int] = {}
     for entry in verdict.candidates:
         seen[entry.label] = seen.get(entry.label, 0) + 1
-        if entry.label not in known:
+        if entry.label not in known_set:
             problems.append(
                 f"- candidates: unknown label {entry.label!r}; the labels are {_listed(known)}"
             )
@@ -78,7 +79,9 @@ def verdict_problems(verdict: GroupVerdict, data: GroupGradeData) -> list[str]:
     if missing := [label for label in known if label not in seen]:
         problems.append(f"- candidates: missing: {_listed(missing)}; list every label once")
 
-    rankable = data.rankable(verdict.confirmed)
+    confirmed = verdict.confirmed
+    rankable = data.rankable(confirmed)
+    rankable_set = set(rankable)
     rule = (
         "passing candidates that are not confirmed hacks"
         if data.mode == "rewards"
@@ -92,12 +95,12 @@ def verdict_problems(verdict: GroupVerdict, data: GroupGradeData) -> list[str]:
             placed[label] = placed.get(label, 0) + 1
     if twice := [label for label, n in placed.items() if n > 1]:
         problems.append(f"- ranking: placed more than once: {_listed(twice)}")
-    if extra := [label for label in placed if label not in rankable]:
+    if extra := [label for label in placed if label not in rankable_set]:
         why = []
         for label in extra:
-            if label not in known:
+            if label not in known_set:
                 why.append(f"{label} (unknown label)")
-            elif label in verdict.confirmed:
+            elif label in confirmed:
                 why.append(f"{label} (confirmed hack: hacks are not ranked)")
             else:
                 why.append(f"{label} (failed the tests: rewards mode ranks passing ones only)")
