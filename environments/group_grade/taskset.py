@@ -124,7 +124,8 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
         mark_grade_trace(self.data, trace)
         root = self.grade_root(runtime)
         trace.info["grade_root"] = root
-        await stage_files(runtime, grader_files(self.data, root))
+        # Rendering a large group takes long enough to stall the server's event loop.
+        await stage_files(runtime, await asyncio.to_thread(grader_files, self.data, root))
         if self.renders_prompt and root != self.default_root:
             data = trace.task.data.model_copy(update={"prompt": self.prompt_for(root)})
             trace.task = trace.task.model_copy(update={"data": data})
