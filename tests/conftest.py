@@ -7,11 +7,18 @@ import pytest
 import verifiers.v1.runtimes.subprocess as subprocess_runtime
 
 from tests.fake_prime_api import FakePrimeAPI
+from tests.grading import KEY_VAR
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def scripted_model_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scripted model takes any key; the variable only has to exist."""
+    monkeypatch.setenv(KEY_VAR, "unused")
 
 
 @pytest.fixture

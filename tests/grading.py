@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +63,24 @@ async def grade(
     with anyio.fail_after(limit):
         (episode,) = await run_eval(eval_config)
     return episode
+
+
+def vf_eval(base_url: str, model: str, out: Path, *flags: str, timeout: float = 600) -> list[dict]:
+    """Run the `vf-eval` command line as the README documents it (subprocess grader box, no
+    push) and return the episodes it wrote."""
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "vf-eval"),
+            "group-grade",
+            *("-m", model, "--client.base-url", base_url, "--client.api-key-var", KEY_VAR),
+            *("--env.agent.runtime.type", "subprocess", "--no-push", "--no-rich"),
+            *("-o", str(out), *flags),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=out.parent,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (traces_file,) = out.rglob("traces.jsonl")
+    return [json.loads(line) for line in traces_file.read_text().splitlines()]

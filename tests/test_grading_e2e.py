@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
@@ -19,7 +17,7 @@ from group_grade.advantages import gar_records
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.data import Candidate, GroupGradeData
 from group_grade.verdict import GroupVerdict
-from tests.grading import KEY_VAR, env_config, grade, shell, submit, write_rows
+from tests.grading import KEY_VAR, env_config, grade, shell, submit, vf_eval, write_rows
 from tests.projects import BUGGY, FIXED, HIDDEN_TESTS, snapshot
 from tests.rows import row
 from tests.scripted_model import ScriptedModel, tool_results
@@ -46,11 +44,6 @@ def advantages(trace) -> dict[str, float]:
 
 
 WORKED = {"c01": 0.6667, "c02": 0.4167, "c03": 0.4167, "c04": -0.5, "c05": -0.5, "c06": -0.5}
-
-
-@pytest.fixture(autouse=True)
-def key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_VAR, "unused")
 
 
 @pytest.mark.anyio
@@ -251,33 +244,9 @@ async def test_the_grader_runs_hidden_tests_in_two_restored_boxes(boxes: Path, t
 def test_vf_eval_cli_as_the_readme_documents_it(boxes: Path, tmp_path: Path):
     rows = write_rows(tmp_path / "rows.jsonl", worked_example())
     with ChatServer(ScriptedModel([submit(verdict())])).in_thread() as server:
-        result = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "vf-eval"),
-                "group-grade",
-                "-m",
-                "scripted-model",
-                "--client.base-url",
-                server.base_url,
-                "--client.api-key-var",
-                KEY_VAR,
-                "--env.agent.runtime.type",
-                "subprocess",
-                "--env.taskset.source",
-                str(rows),
-                "--no-push",
-                "--no-rich",
-                "-o",
-                str(tmp_path / "runs"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=tmp_path,
+        (episode,) = vf_eval(
+            server.base_url, "scripted-model", tmp_path / "runs", "--env.taskset.source", str(rows)
         )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    (traces_file,) = (tmp_path / "runs").rglob("traces.jsonl")
-    episode = json.loads(traces_file.read_text().splitlines()[0])
     (trace,) = episode["traces"]
     assert {k: round(r["advantage"], 4) for k, r in trace["info"]["gar"].items()} == WORKED
 

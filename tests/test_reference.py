@@ -35,7 +35,7 @@ from group_grade.reference import (
 from group_grade.staging import grader_files
 from group_grade.toolset import submission_answer
 from group_grade.verdict import Evidence, GroupVerdict
-from tests.grading import KEY_VAR, env_config, write_rows
+from tests.grading import KEY_VAR, env_config, vf_eval, write_rows
 from tests.projects import BUGGY, FIXED, HIDDEN_TESTS, snapshot
 
 HALF = "def add(a, b):\n    return abs(a) + abs(b)\n"
@@ -367,11 +367,6 @@ def test_it_stops_after_max_submissions(tmp_path: Path):
 # End to end: run_eval, the subprocess runtime, local candidate boxes
 
 
-@pytest.fixture(autouse=True)
-def key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_VAR, "unused")
-
-
 @pytest.mark.anyio
 async def test_the_reference_grader_grades_real_boxes_through_run_eval(boxes: Path, tmp_path: Path):
     rows = await calc_rows(tmp_path)
@@ -437,33 +432,7 @@ def test_vf_eval_reports_agreement_for_a_judge_endpoint(boxes: Path, tmp_path: P
     """The README's judge-benchmark command, against the reference grader's endpoint, on the
     shipped labeled rows."""
     with ChatServer(ReferenceGrader(), model="reference").in_thread() as server:
-        result = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "vf-eval"),
-                "group-grade",
-                "-m",
-                "reference",
-                "--client.base-url",
-                server.base_url,
-                "--client.api-key-var",
-                "GG_UNUSED_KEY",
-                "--env.agent.runtime.type",
-                "subprocess",
-                "-n",
-                "2",
-                "--no-push",
-                "--no-rich",
-                "-o",
-                str(tmp_path / "runs"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            cwd=tmp_path,
-        )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    (traces_file,) = (tmp_path / "runs").rglob("traces.jsonl")
-    episodes = [json.loads(line) for line in traces_file.read_text().splitlines()]
+        episodes = vf_eval(server.base_url, "reference", tmp_path / "runs", "-n", "2")
     assert len(episodes) == 2
     for episode in episodes:
         (trace,) = episode["traces"]
