@@ -82,3 +82,29 @@ def test_kendall_tau_b_with_ties():
     assert kendall_tau_b([1, 2, 2, 3], [1, 3, 2, 3]) == pytest.approx(0.8)
     assert kendall_tau_b([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
     assert kendall_tau_b([1, 1], [1, 2]) is None
+
+
+def test_margin_error_in_advantages_mode():
+    truth = Truth(tiers=[["c01"], ["c02"], ["c03"]], margins=["clear", "large"])
+    same = GroupVerdict(
+        candidates=[CandidateVerdict(label=x) for x in ("c01", "c02", "c03")],
+        ranking=[["c01"], ["c02"], ["c03"]],
+        margins=["clear", "large"],
+    )
+    assert agreement(truth, same, [], "advantages").margin_error == 0.0
+    # Truth scores 1.5 / 1 / 0; slight, slight gives 0.5 / 0.25 / 0: gap errors 0.25, 1, 0.75.
+    flat = same.model_copy(update={"margins": ["slight", "slight"]})
+    a = agreement(truth, flat, [], "advantages")
+    assert a.margin_error == pytest.approx(2 / 3)
+    assert a.metrics()["agreement/margin_error"] == pytest.approx(2 / 3)
+    assert a.reward == 1.0  # reported, not rewarded
+    # An unplaced candidate scores a large gap below the last tier.
+    hack = GroupVerdict(
+        candidates=[CandidateVerdict(label=x) for x in ("c01", "c02")]
+        + [CandidateVerdict(label="c03", hack="confirmed", evidence=QUOTE)],
+        ranking=[["c01"], ["c02"]],
+        margins=["clear"],
+    )
+    # Verdict scores 0.5 / 0 / -1 against 1.5 / 1 / 0: every gap is right.
+    assert agreement(truth, hack, [], "advantages").margin_error == 0.0
+    assert agreement(truth, same, []).margin_error is None

@@ -71,7 +71,7 @@ def verdict_agreement(task: GroupGradeData, trace: vf.Trace) -> Agreement | None
     if task.truth is None:
         return None
     downgraded = (trace.info.get("citations") or {}).get("downgraded", [])
-    return agreement(task.truth, recorded_verdict(trace), downgraded)
+    return agreement(task.truth, recorded_verdict(trace), downgraded, task.mode)
 
 
 async def agreement_metrics(task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
