@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from collections.abc import Iterator
@@ -25,7 +26,12 @@ from group_grade.state import GradeState
 from group_grade.toolset import GradeToolset, GradeToolsetConfig
 
 logger = logging.getLogger(__name__)
-_warned_subprocess_network: list[bool] = []
+
+
+@functools.cache
+def _warn_open_network() -> None:
+    logger.warning("subprocess runtime: the grader box's network is not restricted")
+
 
 CONTAINER_GRADE_ROOT = "/grade"
 SUBPROCESS_GRADE_ROOT = "grade"
@@ -278,9 +284,7 @@ class GroupGradeEnv(vf.Env[GroupGradeEnvConfig]):
         if isinstance(self.config.agent.runtime, vf.SubprocessConfig):
             # The subprocess runtime cannot restrict the network (nor anything else); it is
             # for local development, where the grader box's egress stays open.
-            if not _warned_subprocess_network:
-                logger.warning("subprocess runtime: the grader box's network is not restricted")
-                _warned_subprocess_network.append(True)
+            _warn_open_network()
             task = task.with_data(network_allow=["*"])
         await agents.agent.run(task)
 
