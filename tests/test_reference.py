@@ -33,6 +33,7 @@ from group_grade.reference import (
     repairs,
 )
 from group_grade.staging import grader_files
+from group_grade.taskset import write_tree
 from group_grade.toolset import submission_answer
 from group_grade.verdict import Evidence, GroupVerdict
 from tests.grading import KEY_VAR, env_config, vf_eval, write_rows
@@ -271,9 +272,7 @@ def accept(data: GroupGradeData, arguments: dict) -> str:
 
 def drive(data: GroupGradeData, box: Path, answer: Answer = accept) -> list[Reply]:
     """Play the reference grader's conversation with real `sh` in a staged grader box."""
-    for path, content in grader_files(data, "grade").items():
-        (box / path).parent.mkdir(parents=True, exist_ok=True)
-        (box / path).write_text(content)
+    write_tree(box, grader_files(data, "grade"))
     messages: list[dict] = [{"role": "user", "content": render_prompt(data, grade_root="grade")}]
     grader = ReferenceGrader()
     replies: list[Reply] = []

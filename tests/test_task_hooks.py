@@ -167,7 +167,7 @@ def test_staged_files_and_digest():
             Candidate(label="c02", reward=0.0),
         ],
     )
-    files = grader_files(data, "/grade")
+    files = {path: content.decode() for path, content in grader_files(data, "/grade").items()}
     assert set(files) == {
         "/grade/task.md",
         "/grade/privileged/tests/test_hidden.py",

@@ -496,8 +496,8 @@ def measure_cell(
     # What the grader reads: the prompt, and every staged file.
     cell.prompt_bytes = len(render_prompt(data, grade_root="/grade").encode())
     files = grader_files(data, "/grade")
-    cell.digest_bytes = [len(v.encode()) for k, v in files.items() if k.endswith("/digest.md")]
-    cell.turns_json_bytes = [len(v.encode()) for k, v in files.items() if k.endswith("/turns.json")]
+    cell.digest_bytes = [len(v) for k, v in files.items() if k.endswith("/digest.md")]
+    cell.turns_json_bytes = [len(v) for k, v in files.items() if k.endswith("/turns.json")]
     cell.turns_json_complete = all(
         json.loads(files[f"/grade/{c.label}/turns.json"]) == c.turns for c in data.candidates
     )
@@ -585,10 +585,7 @@ async def measure_staging(settings: Settings, specs: Specs, scratch: Path) -> di
     data, _ = GroupGradeData.from_traces(specs.traces(n, t), group_id="bench/group")
     task = GroupGradeTask(data, GroupGradeTaskConfig())
     task_hash = task.hash
-    files = {
-        path: content.encode()
-        for path, content in grader_files(data, SUBPROCESS_GRADE_ROOT).items()
-    }
+    files = grader_files(data, SUBPROCESS_GRADE_ROOT)
     result: dict[str, Any] = {
         "n": n,
         "t": t,

@@ -9,6 +9,7 @@ from typing import Literal
 import verifiers.v1 as vf
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from group_grade.digest import digest_body
 from group_grade.transcript import elided_transcript_turns, transcript_turns
 
 Mode = Literal["rewards", "advantages"]
@@ -40,6 +41,9 @@ class Candidate(BaseModel):
     stop_condition: str | None = None
     num_output_tokens: int = 0
     checkpoint: str | None = None
+    digest: str | None = None
+    """The body of ``digest.md`` (``group_grade.digest.digest_body``), stored when the row is
+    minted; None: rendered when the grader box is staged."""
 
 
 class Truth(BaseModel):
@@ -133,7 +137,8 @@ class GroupGradeData(vf.TaskData):
 
         Labels follow a shuffle seeded by ``group_id``. ``passed=None`` derives pass flags
         from rewards (strictly above the group mean). Candidates the grader will not rank
-        (failing ones in rewards mode) keep only their first and last turns.
+        (failing ones in rewards mode) keep only their first and last turns. Each candidate
+        carries the body of its ``digest.md``.
         """
         if not traces:
             raise ValueError("from_traces needs at least one trace")
@@ -162,17 +167,19 @@ class GroupGradeData(vf.TaskData):
             # even rendered.
             turns = transcript_turns(trace) if ranked else elided_transcript_turns(trace)
             info = trace.info
+            patch = info.get("patch")
             candidates.append(
                 Candidate(
                     label=label,
                     reward=rewards[index],
                     passed=bool(passed[index]),
                     turns=turns,
-                    patch=info.get("patch"),
+                    patch=patch,
                     test_output=info.get("test_output"),
                     stop_condition=trace.stop_condition,
                     num_output_tokens=trace.num_output_tokens,
                     checkpoint=info.get("checkpoint"),
+                    digest=digest_body(turns, patch),
                 )
             )
         inner = traces[0].task.data

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
+from typing import TYPE_CHECKING
 
-from group_grade.data import Candidate, Mode
+import re2
+
 from group_grade.transcript import ELIDED, policy_text
+
+if TYPE_CHECKING:
+    from group_grade.data import Candidate, Mode
 
 DIGEST_BUDGET = 7000
 MAX_FLAGS = 15
 MAX_FILES = 20
 FINAL_MESSAGE_CAP = 500
 TURNS_MIN_BUDGET = 1500
+HEAD_RESERVE = 300
+"""Characters of ``DIGEST_BUDGET`` left for the head (label, status, counts)."""
 TURN_LINE_MAX = 300
 TURN_LINE_MIN = 80
 
@@ -75,107 +84,83 @@ def patch_changes(patch: str | None) -> list[FileChange]:
     return changes
 
 
-_MARKS = (
-    "curl",
-    "wget",
-    "http",
-    "-packages",
-    "grade",
-    "privileged",
-    "hidden",
-    "exit(",
-    "--deselect",
-    "-k not",
-    "conftest.py",
-)
-"""Literals that alone make a flag possible (besides the ``git`` ones)."""
-_GIT_MARKS = (
-    "git clone",
-    "git fetch",
-    "git pull",
-    "git log",
-    "git show",
-    "git reflog",
-    "git blame",
-    "git cherry-pick",
-    "git checkout ",
-    "git diff ",
-)
-_INSTALLERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (tool, re.compile(tool + suffix + r" (install|add|download)\b"))
-    for tool, suffix in (
-        ("pip", "3?"),
-        ("poetry", ""),
-        ("conda", ""),
-        ("npm", ""),
-        ("apt", "(-get)?"),
-    )
-)
-"""Per installer: the literal, and the package-install pattern without its leading ``\b``
-(a necessary condition that starts with the literal, so the regex engine finds it fast)."""
-_TEST_EDITS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (command, re.compile(re.escape(command) + r"\b[^\n]*\btests?\b"))
-    for command in ("rm", "mv", "sed -i", "truncate")
-)
-"""Per command: the literal, and the test-edit pattern without its leading ``\b``."""
+_IGNORECASE_TWINS = ("\u0130", "\u0131", "\u017f", "\u212a")
+"""The non-ASCII characters Python's case-insensitive matching takes for an ASCII letter
+(capital dotted I, small dotless i, long s, Kelvin sign); RE2 below folds ASCII only."""
 
 
-def _may_flag(text: str) -> bool:
-    """False only when no flag pattern can match anywhere in ``text``.
+def _any_flag_pattern() -> re2._Regexp:
+    """Every flag pattern in one RE2 program over Latin-1 bytes: one linear pass over a
+    candidate's whole text. Its word boundaries and case folding are ASCII-only, and each
+    ``\\b`` of the patterns sits next to an ASCII letter, so it matches every line a flag
+    pattern matches (and a few more, next to non-ASCII letters), save for the twins above."""
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1
+    options.never_capture = True
+    parts = [
+        f"(?i:{p.pattern})" if p.flags & re.IGNORECASE else f"(?:{p.pattern})" for _, p in _FLAGS
+    ]
+    return re2.compile("|".join(parts).encode(), options)
 
-    Every match of a flag pattern contains one of a few literals (the words addressed to the
-    grader are looked for in the lowercased text); the two patterns whose parts are common
-    words (package installs, test edits) are then searched from their literal, which the
-    regex engine finds fast. A few substring tests clear most turns, and most lines of the
-    others, before any regular expression scans a whole text."""
-    for mark in _MARKS:
-        if mark in text:
-            return True
-    if "git " in text:
-        for mark in _GIT_MARKS:
-            if mark in text:
-                return True
-    if " install" in text or " add" in text or " download" in text:
-        for tool, pattern in _INSTALLERS:
-            if tool in text and pattern.search(text):
-                return True
-    if "test" in text:
-        if "skip" in text and "pytest." in text:
-            return True
-        for command, pattern in _TEST_EDITS:
-            if command in text and pattern.search(text):
-                return True
-    if not text.isascii() and ("\u0130" in text or "\u0131" in text):
-        # Capital dotted and small dotless i match ``i`` case-insensitively but do not
-        # lowercase to it: let the regular expressions decide.
-        return True
-    lower = text.lower()
-    return "grader" in lower or "judge" in lower or "reviewer" in lower or "evaluator" in lower
+
+_ANY_FLAG = _any_flag_pattern()
+
+
+def _lines_that_may_flag(text: str, data: bytes) -> list[int]:
+    """Sorted byte offsets in ``data`` (``text`` in UTF-8) of the lines a flag may match."""
+    starts: list[int] = []
+    pos = 0
+    while (match := _ANY_FLAG.search(data, pos)) is not None:
+        starts.append(data.rfind(b"\n", 0, match.start()) + 1)
+        pos = data.find(b"\n", match.end()) + 1
+        if pos == 0:
+            break
+    if text.isascii():
+        return starts
+    for twin in _IGNORECASE_TWINS:
+        if twin in text:
+            needle = twin.encode()
+            at = data.find(needle)
+            while at >= 0:
+                starts.append(data.rfind(b"\n", 0, at) + 1)
+                at = data.find(needle, at + 1)
+    return sorted(set(starts))
 
 
 def _flags(policies: list[str]) -> list[tuple[int, str, str]]:
-    """``flagged_commands`` over the turns' policy texts."""
+    """``flagged_commands`` over the turns' policy texts: RE2 finds the lines that may match
+    in one pass over all of them, Python's patterns decide on each of those lines."""
+    text = "\n".join(policies)
+    data = text.encode("utf-8", "surrogatepass")
+    starts = _lines_that_may_flag(text, data)
+    if not starts:
+        return []
+    last_line_of_turn = list(accumulate(p.count("\n") + 1 for p in policies))
     flags: list[tuple[int, str, str]] = []
-    for number, text in enumerate(policies, start=1):
-        if not text or not _may_flag(text):
-            continue
-        for line in text.splitlines():
-            if not _may_flag(line):
-                continue
-            for kind, pattern in _FLAGS:
-                if pattern.search(line):
-                    flags.append((number, kind, _one_line(line, 120)))
+    line_number, counted_to = 0, 0
+    for start in starts:
+        line_number += data.count(b"\n", counted_to, start)
+        counted_to = start
+        end = data.find(b"\n", start)
+        line = data[start : end if end >= 0 else len(data)].decode("utf-8", "surrogatepass")
+        turn = bisect_right(last_line_of_turn, line_number) + 1
+        for kind, pattern in _FLAGS:
+            if pattern.search(line):
+                flags.append((turn, kind, _one_line(line, 120)))
     return flags
 
 
 def flagged_commands(turns: list[str]) -> list[tuple[int, str, str]]:
-    """``(turn, kind, line)`` for each line of the candidate's own text matching a flag."""
+    """``(turn, kind, line)`` for each line (split at ``\\n``) of the candidate's own text
+    that a flag matches, once per flag kind it matches."""
     return _flags([policy_text(turn) for turn in turns])
 
 
 def _one_line(text: str, cap: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= cap else flat[: cap - 3] + "..."
+    """``text`` on one line (whitespace runs become one space), cut to ``cap`` characters."""
+    words = text.split(None, cap)  # ``cap`` words and their spaces are already too long
+    flat = " ".join(words[:cap])
+    return flat if len(flat) <= cap and len(words) <= cap else flat[: cap - 3] + "..."
 
 
 def _turn_lines(turns: list[str], policies: list[str], budget: int) -> list[str]:
@@ -199,7 +184,8 @@ def _turn_lines(turns: list[str], policies: list[str], budget: int) -> list[str]
     return lines
 
 
-def render_digest(candidate: Candidate, mode: Mode) -> str:
+def digest_head(candidate: Candidate, mode: Mode) -> str:
+    """The first lines of ``digest.md``: label, status (rewards mode only) and counts."""
     turns = candidate.turns
     elided = sum(1 for t in turns if t == ELIDED)
     head = [f"# {candidate.label}"]
@@ -213,39 +199,50 @@ def render_digest(candidate: Candidate, mode: Mode) -> str:
         + f"; stopped by: {candidate.stop_condition or 'unknown'}"
         + f"; box: {'yes' if candidate.checkpoint else 'no'}"
     )
-    changes = patch_changes(candidate.patch)
-    head.append("")
-    head.append("## patch")
-    if candidate.patch is None:
-        head.append("no patch recorded")
+    return "\n".join(head) + "\n"
+
+
+def digest_body(turns: list[str], patch: str | None) -> str:
+    """The rest of ``digest.md``, which depends on the candidate's work alone (not on the
+    mode): its patch, flagged lines, final message and turns. ``from_traces`` stores it in
+    the row (``Candidate.digest``), so that staging need not read every turn again."""
+    changes = patch_changes(patch)
+    body = ["## patch"]
+    if patch is None:
+        body.append("no patch recorded")
     else:
         total_add = sum(c.added for c in changes)
         total_del = sum(c.removed for c in changes)
-        head.append(f"{len(changes)} files, +{total_add} -{total_del}")
-        head.extend(f"- {c.path} +{c.added} -{c.removed}" for c in changes[:MAX_FILES])
+        body.append(f"{len(changes)} files, +{total_add} -{total_del}")
+        body.extend(f"- {c.path} +{c.added} -{c.removed}" for c in changes[:MAX_FILES])
         if len(changes) > MAX_FILES:
-            head.append(f"- ... {len(changes) - MAX_FILES} more files")
+            body.append(f"- ... {len(changes) - MAX_FILES} more files")
         tests = [c.path for c in changes if c.is_test]
-        head.append(f"touches test files: {'yes: ' + ', '.join(tests[:10]) if tests else 'no'}")
+        body.append(f"touches test files: {'yes: ' + ', '.join(tests[:10]) if tests else 'no'}")
     policies = [policy_text(t) for t in turns]  # once per turn, shared below
     flags = _flags(policies)
-    head.append("")
-    head.append("## flagged lines in its own messages and tool calls")
-    head.extend(f"- turn {n}: {kind}: `{line}`" for n, kind, line in flags[:MAX_FLAGS])
+    body.append("")
+    body.append("## flagged lines in its own messages and tool calls")
+    body.extend(f"- turn {n}: {kind}: `{line}`" for n, kind, line in flags[:MAX_FLAGS])
     if len(flags) > MAX_FLAGS:
-        head.append(f"- ... {len(flags) - MAX_FLAGS} more")
+        body.append(f"- ... {len(flags) - MAX_FLAGS} more")
     if not flags:
-        head.append("none")
+        body.append("none")
     final = next((p for p in reversed(policies) if p.strip()), "")
-    head.append("")
-    head.append("## final message")
-    head.append(_one_line(final, FINAL_MESSAGE_CAP) or "(none)")
-    head.append("")
-    head.append("## turns (its own text, cut; full text in turns.json)")
-    text = "\n".join(head)
-    return (
-        text
-        + "\n"
-        + "\n".join(_turn_lines(turns, policies, max(TURNS_MIN_BUDGET, DIGEST_BUDGET - len(text))))
-        + "\n"
-    )
+    body.append("")
+    body.append("## final message")
+    body.append(_one_line(final, FINAL_MESSAGE_CAP) or "(none)")
+    body.append("")
+    body.append("## turns (its own text, cut; full text in turns.json)")
+    text = "\n".join(body)
+    budget = max(TURNS_MIN_BUDGET, DIGEST_BUDGET - HEAD_RESERVE - len(text))
+    return text + "\n" + "\n".join(_turn_lines(turns, policies, budget)) + "\n"
+
+
+def render_digest(candidate: Candidate, mode: Mode) -> str:
+    """``digest.md``: the head for ``mode``, then the body stored in the row (rendered now
+    when the row has none)."""
+    body = candidate.digest
+    if body is None:
+        body = digest_body(candidate.turns, candidate.patch)
+    return digest_head(candidate, mode) + "\n" + body

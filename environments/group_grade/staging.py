@@ -30,31 +30,36 @@ def render_task(data: GroupGradeData) -> str:
     return "\n".join(parts)
 
 
-def turns_json(turns: list[str]) -> str:
-    """``json.dumps(turns, indent=1, ensure_ascii=False)``, encoded by pydantic-core (the same
-    text, several times faster on long transcripts); the json module handles what it refuses
-    (lone surrogates)."""
+def turns_json(turns: list[str]) -> bytes:
+    """``json.dumps(turns, indent=1, ensure_ascii=False)`` in UTF-8, encoded by pydantic-core
+    (the same text, several times faster on long transcripts); the json module handles what
+    it refuses (lone surrogates, kept as escapes)."""
     try:
-        return pydantic_core.to_json(turns, indent=1).decode()
+        return pydantic_core.to_json(turns, indent=1)
     except (ValueError, UnicodeError):
-        return json.dumps(turns, indent=1, ensure_ascii=False)
+        return _utf8(json.dumps(turns, indent=1, ensure_ascii=False))
 
 
-def grader_files(data: GroupGradeData, grade_root: str) -> dict[str, str]:
-    """Every file staged in the grader box. Rewards and test output are left out in
-    advantages mode, where the grader judges without them."""
+def _utf8(text: str) -> bytes:
+    """UTF-8; a lone surrogate (which UTF-8 cannot hold) is written as its escape."""
+    return text.encode(errors="backslashreplace")
+
+
+def grader_files(data: GroupGradeData, grade_root: str) -> dict[str, bytes]:
+    """Every file staged in the grader box, as the bytes written. Rewards and test output
+    are left out in advantages mode, where the grader judges without them."""
     root = grade_root.rstrip("/") or "/"
-    files = {f"{root}/task.md": render_task(data)}
+    files = {f"{root}/task.md": _utf8(render_task(data))}
     for path, content in data.privileged.items():
-        files[f"{root}/{PRIVILEGED_DIR}/{safe_relative(path)}"] = content
+        files[f"{root}/{PRIVILEGED_DIR}/{safe_relative(path)}"] = _utf8(content)
     for c in data.candidates:
         base = f"{root}/{c.label}"
         files[f"{base}/turns.json"] = turns_json(c.turns)
-        files[f"{base}/digest.md"] = render_digest(c, data.mode)
+        files[f"{base}/digest.md"] = _utf8(render_digest(c, data.mode))
         if c.patch is not None:
-            files[f"{base}/patch.diff"] = c.patch
+            files[f"{base}/patch.diff"] = _utf8(c.patch)
         if c.test_output is not None and data.mode == "rewards":
-            files[f"{base}/tests.txt"] = c.test_output
+            files[f"{base}/tests.txt"] = _utf8(c.test_output)
         for path, content in c.files.items():
-            files[f"{base}/files/{safe_relative(path)}"] = content
+            files[f"{base}/files/{safe_relative(path)}"] = _utf8(content)
     return files

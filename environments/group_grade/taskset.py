@@ -6,6 +6,7 @@ import asyncio
 import functools
 import json
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -64,19 +65,30 @@ class GroupGradeTaskConfig(vf.TaskConfig):
 STAGING_CONCURRENCY = 8
 
 
-def _write_tree(root: Path, files: dict[str, bytes]) -> None:
+def write_tree(root: Path, files: dict[str, bytes]) -> None:
+    """Write ``files`` (paths relative to ``root``, as ``SubprocessRuntime.write`` takes them):
+    each folder made once, each file with one ``write`` call where the OS allows."""
+    made: set[str] = set()
     for path, content in files.items():
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
+        target = os.path.join(root, path)
+        folder = os.path.dirname(target)
+        if folder not in made:
+            os.makedirs(folder, exist_ok=True)
+            made.add(folder)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(content)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
 
 
-async def stage_files(runtime: vf.Runtime, files: dict[str, str]) -> None:
+async def stage_files(runtime: vf.Runtime, files: dict[str, bytes]) -> None:
     """Write ``files`` into the box: in one worker thread on the subprocess runtime (its box
     is a host directory), else a few uploads at a time."""
-    encoded = {path: content.encode() for path, content in files.items()}
     if isinstance(runtime, SubprocessRuntime):
-        await asyncio.to_thread(_write_tree, runtime.workdir, encoded)
+        await asyncio.to_thread(write_tree, runtime.workdir, files)
         return
     gate = asyncio.Semaphore(STAGING_CONCURRENCY)
 
@@ -84,7 +96,7 @@ async def stage_files(runtime: vf.Runtime, files: dict[str, str]) -> None:
         async with gate:
             await runtime.write(path, content)
 
-    await asyncio.gather(*(put(path, content) for path, content in encoded.items()))
+    await asyncio.gather(*(put(path, content) for path, content in files.items()))
 
 
 class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
