@@ -241,6 +241,30 @@ async def test_the_grader_runs_hidden_tests_in_two_restored_boxes(boxes: Path, t
     assert advantages(trace) == {"c01": 0.5, "c02": -0.5}
 
 
+@pytest.mark.anyio
+async def test_a_verdict_accepted_while_a_slow_command_runs_is_kept(boxes: Path, tmp_path: Path):
+    """The harness runs the calls of one response at once, each MCP call on its own client;
+    verifiers pushes each call's whole state when it ends (last write wins), so the slow
+    command's state lands after the acceptance and must still carry the verdict."""
+    rows = await boxed_rows(tmp_path)
+    accepted = {"candidates": [{"label": "c01"}, {"label": "c02"}], "ranking": [["c01"]]}
+    both = Reply(
+        tool_calls=[
+            ("candidate_shell", {"label": "c01", "command": "sleep 3; echo slow done"}),
+            ("submit_verdict", accepted),
+        ]
+    )
+    async with ChatServer(ScriptedModel([both, Reply("done")])) as server:
+        episode = await grade(server, rows, tmp_path / "out")
+    (trace,) = episode.traces
+    assert episode.ok, (trace.stop_condition, trace.errors)
+    # The run ended on the verdict: the model was not asked again.
+    assert trace.stop_condition == "verdict_submitted" and len(server.requests) == 1
+    assert "fallback_reason" not in trace.info
+    assert trace.metrics["submissions"] == 1.0 and trace.metrics["restores"] >= 1.0
+    assert advantages(trace) == {"c01": 0.5, "c02": -0.5}
+
+
 def test_vf_eval_cli_as_the_readme_documents_it(boxes: Path, tmp_path: Path):
     rows = write_rows(tmp_path / "rows.jsonl", worked_example())
     with ChatServer(ScriptedModel([submit(verdict())])).in_thread() as server:

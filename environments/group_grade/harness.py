@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import httpx
@@ -50,6 +51,39 @@ class GraderHarnessConfig(vf.HarnessConfig):
     subprocess runtime kills the command's process group; container runtimes may not)."""
     shell_output_cap: int = Field(16_000, gt=0)
     """Characters of `shell` output the model gets; beyond it, head + marker + tail."""
+    parallel_tool_calls: bool = True
+    """Run the tool calls of one model response concurrently (say, hidden tests in several
+    candidate boxes at once); their results keep the calls' order."""
+
+
+class MCPClients:
+    """Clients of the rollout's MCP servers, one per call in flight: verifiers' ``MCPConnection``
+    runs one call at a time, so calls made at once get a client each (opened on first need,
+    reused after, closed with ``stack``)."""
+
+    def __init__(
+        self,
+        specs: dict[str, dict[str, Any]],
+        connected: dict[str, MCPConnection],
+        stack: AsyncExitStack,
+    ) -> None:
+        self.specs = specs
+        self.idle = {name: [connection] for name, connection in connected.items()}
+        self.stack = stack
+
+    @asynccontextmanager
+    async def borrow(self, server: str) -> AsyncIterator[dict[str, MCPConnection]]:
+        """``{server: an idle client}``, in the form ``call_mcp`` takes."""
+        idle = self.idle[server]
+        if idle:
+            connection = idle.pop()
+        else:
+            connection = MCPConnection(self.specs[server])
+            self.stack.push_async_callback(connection.aclose)
+        try:
+            yield {server: connection}
+        finally:
+            idle.append(connection)
 
 
 class GraderHarness(vf.Harness[GraderHarnessConfig]):
@@ -102,19 +136,15 @@ class GraderHarness(vf.Harness[GraderHarnessConfig]):
             AsyncOpenAI(base_url=endpoint, api_key=secret, timeout=MODEL_TIMEOUT) as client,
             AsyncExitStack() as stack,
         ):
+            specs = {
+                name: {"url": url, "timeout": self.config.tool_timeout}
+                for name, url in mcp_urls.items()
+            }
             mcp_tools, dispatch, servers = await asyncio.wait_for(
-                connect_mcp(
-                    {
-                        "mcpServers": {
-                            name: {"url": url, "timeout": self.config.tool_timeout}
-                            for name, url in mcp_urls.items()
-                        }
-                    },
-                    stack,
-                    reserved={SHELL_TOOL},
-                ),
+                connect_mcp({"mcpServers": specs}, stack, reserved={SHELL_TOOL}),
                 MCP_CONNECT_TIMEOUT,
             )
+            clients = MCPClients(specs, servers, stack)
             tools = [
                 tool
                 for tool in [self.shell_tool(), *mcp_tools]
@@ -139,19 +169,25 @@ class GraderHarness(vf.Harness[GraderHarnessConfig]):
                 messages.append(message.model_dump(exclude_none=True))
                 if not message.tool_calls:
                     return vf.ProgramResult(0, "", "")
-                for call in message.tool_calls:
-                    # Only function tools are offered; anything else is an unknown tool.
-                    name, arguments = (
-                        (call.function.name, call.function.arguments)
-                        if isinstance(call, ChatCompletionMessageFunctionToolCall)
-                        else ("", "")
-                    )
-                    content = await self._tool_result(
-                        name, arguments, offered, runtime, dispatch, servers
-                    )
-                    messages.append(
-                        {"role": "tool", "tool_call_id": call.id, "name": name, "content": content}
-                    )
+                # Only function tools are offered; anything else is an unknown tool.
+                calls = [
+                    (call.id, call.function.name, call.function.arguments)
+                    if isinstance(call, ChatCompletionMessageFunctionToolCall)
+                    else (call.id, "", "")
+                    for call in message.tool_calls
+                ]
+                results = [
+                    self._tool_result(name, arguments, offered, runtime, dispatch, clients)
+                    for _, name, arguments in calls
+                ]
+                if self.config.parallel_tool_calls:
+                    contents = await asyncio.gather(*results)
+                else:
+                    contents = [await result for result in results]
+                messages.extend(
+                    {"role": "tool", "tool_call_id": call_id, "name": name, "content": content}
+                    for (call_id, name, _), content in zip(calls, contents, strict=True)
+                )
             trace.stop("max_turns")
             return vf.ProgramResult(0, "", "")
 
@@ -162,7 +198,7 @@ class GraderHarness(vf.Harness[GraderHarnessConfig]):
         offered: set[str],
         runtime: vf.Runtime,
         dispatch: dict[str, tuple[str, str]],
-        servers: dict[str, MCPConnection],
+        clients: MCPClients,
     ) -> ToolResult:
         """Run one tool call; every failure becomes the result text the model reads."""
         if name not in offered:
@@ -176,7 +212,8 @@ class GraderHarness(vf.Harness[GraderHarnessConfig]):
         try:
             if name == SHELL_TOOL:
                 return await self.shell(runtime, arguments.get("command"))
-            return await call_mcp(servers, dispatch, name, arguments)
+            async with clients.borrow(dispatch[name][0]) as servers:
+                return await call_mcp(servers, dispatch, name, arguments)
         except Exception as error:  # the model reads the failure; the loop goes on
             return f"error: {name} failed: {type(error).__name__}: {error}"
 

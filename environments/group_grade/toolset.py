@@ -84,6 +84,8 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
 
     async def setup_task(self, task: GroupGradeData) -> None:
         self.data = task
+        self.submitted: GroupVerdict | None = None
+        self.submissions = 0
         self.backends: dict[str, BoxBackend] = {}
         self.pool = BoxPool(self.restore_box, max_open=self.config.max_open_boxes)
         # Last in, first out: boxes close before their backends' clients do.
@@ -91,6 +93,16 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
         self._exit_stack.push_async_callback(self.pool.close_all)
         if self.config.prefetch:
             self.pool.prefetch([c.label for c in task.candidates if c.checkpoint])
+
+    def publish(self) -> None:
+        """Write everything this server knows into the call's state. verifiers pushes the
+        whole state a call pulled when the call ends (last write wins), so each call writes
+        all of it: a slow ``candidate_shell`` that ends after ``submit_verdict`` accepted a
+        verdict pushes that verdict too, not the empty one it pulled."""
+        self.state.submitted = self.submitted
+        self.state.submissions = self.submissions
+        self.state.restores = self.pool.restores
+        self.state.restore_seconds = self.pool.restore_seconds
 
     async def close_backends(self) -> None:
         for backend in self.backends.values():
@@ -133,8 +145,7 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
         except BoxError as e:
             return f"could not use {label}'s box: {e}"
         finally:
-            self.state.restores = self.pool.restores
-            self.state.restore_seconds = self.pool.restore_seconds
+            self.publish()
         output = cut_middle(result.output, self.config.output_cap)
         if result.timed_out:
             return (
@@ -162,17 +173,20 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
         """Submit your verdict: every candidate's hack call with evidence, and the ranking
         (tiers, best first). Answers ACCEPTED (your review is then over) or REJECTED with
         every problem to fix; fix them and submit again."""
-        self.state.submissions += 1
+        self.submissions += 1
         try:
-            verdict = GroupVerdict(
-                candidates=candidates, ranking=ranking, margins=margins or [], notes=notes
-            )
-        except ValueError as e:
-            return f"REJECTED: the verdict does not parse: {e}"
-        accepted, answer = submission_answer(self.data, verdict)
-        if accepted:
-            self.state.submitted = verdict
-        return answer
+            try:
+                verdict = GroupVerdict(
+                    candidates=candidates, ranking=ranking, margins=margins or [], notes=notes
+                )
+            except ValueError as e:
+                return f"REJECTED: the verdict does not parse: {e}"
+            accepted, answer = submission_answer(self.data, verdict)
+            if accepted:
+                self.submitted = verdict
+            return answer
+        finally:
+            self.publish()
 
 
 if __name__ == "__main__":
