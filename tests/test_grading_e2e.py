@@ -8,17 +8,20 @@ from pathlib import Path
 
 import anyio
 import pytest
+from prime_sandboxes import AsyncSandboxClient, CreateSandboxRequest
 from verifiers.v1.serve.client import EnvClient
 from verifiers.v1.serve.server import EnvServer
 from verifiers.v1.types import SamplingConfig
 from verifiers.v1.utils.loaders import resolve_env_config
 
 from group_grade.advantages import gar_records
+from group_grade.boxes.prime import make_prime_checkpoint
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.data import Candidate, GroupGradeData
 from group_grade.verdict import GroupVerdict
+from tests.fake_prime_api import FakePrimeAPI
 from tests.grading import KEY_VAR, env_config, grade, shell, submit, vf_eval, write_rows
-from tests.projects import BUGGY, FIXED, HIDDEN_TESTS, snapshot
+from tests.projects import BUGGY, FIXED, HIDDEN_TEST_COMMAND, HIDDEN_TESTS, snapshot
 from tests.rows import row
 from tests.scripted_model import ScriptedModel, tool_results
 
@@ -254,8 +257,11 @@ async def test_a_verdict_accepted_while_a_slow_command_runs_is_kept(boxes: Path,
             ("submit_verdict", accepted),
         ]
     )
+    port_files = set(Path("/tmp").glob("vf-port-*"))
     async with ChatServer(ScriptedModel([both, Reply("done")])) as server:
         episode = await grade(server, rows, tmp_path / "out")
+    # verifiers leaves the file its tool server reports its port in; the server removes it.
+    assert set(Path("/tmp").glob("vf-port-*")) <= port_files
     (trace,) = episode.traces
     assert episode.ok, (trace.stop_condition, trace.errors)
     # The run ended on the verdict: the model was not asked again.
@@ -263,6 +269,49 @@ async def test_a_verdict_accepted_while_a_slow_command_runs_is_kept(boxes: Path,
     assert "fallback_reason" not in trace.info
     assert trace.metrics["submissions"] == 1.0 and trace.metrics["restores"] >= 1.0
     assert advantages(trace) == {"c01": 0.5, "c02": -0.5}
+
+
+@pytest.mark.anyio
+async def test_prime_boxes_are_deleted_when_the_run_ends(
+    boxes: Path, fake: FakePrimeAPI, tmp_path: Path
+):
+    """The tool server runs as verifiers launches it and is stopped with SIGTERM; the box it
+    restored from a Prime checkpoint is deleted all the same."""
+    async with AsyncSandboxClient() as client:
+        source = await client.create(CreateSandboxRequest(name="solver", docker_image="python:3"))
+        await client.wait_for_creation(source.id, max_attempts=10)
+        await client.upload_bytes(source.id, "/app/calc.py", FIXED.encode(), filename="calc.py")
+        checkpoint = await make_prime_checkpoint(source.id, client=client, timeout=30)
+        await client.delete(source.id)
+    # The subprocess runtime strips variables named *API_KEY*: the SDK reads the saved login.
+    (boxes / ".prime").mkdir(exist_ok=True)
+    (boxes / ".prime" / "config.json").write_text(json.dumps({"api_key": fake.api_key}))
+    data = GroupGradeData(
+        group_id="prime",
+        box_workdir="/app",
+        privileged=HIDDEN_TESTS,
+        candidates=[
+            Candidate(label="c01", reward=1.0, passed=True, checkpoint=checkpoint, turns=["x"]),
+            Candidate(label="c02", reward=0.0, turns=["y"]),
+        ],
+    )
+    rows = write_rows(tmp_path / "rows.jsonl", data)
+    script = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[("candidate_shell", {"label": "c01", "command": HIDDEN_TEST_COMMAND})]
+            ),
+            submit({"candidates": [{"label": "c01"}, {"label": "c02"}], "ranking": [["c01"]]}),
+        ]
+    )
+    async with ChatServer(script) as server:
+        episode = await grade(server, rows, tmp_path / "out")
+    (trace,) = episode.traces
+    assert episode.ok, (trace.stop_condition, trace.errors)
+    (ran,) = tool_results(server.requests[-1])
+    assert "2 passed" in ran and trace.metrics["restores"] == 1.0
+    restored = [s for s in fake.sandboxes.values() if s.request.get("checkpoint_id")]
+    assert len(restored) == 1 and restored[0].status == "TERMINATED"
 
 
 def test_vf_eval_cli_as_the_readme_documents_it(boxes: Path, tmp_path: Path):

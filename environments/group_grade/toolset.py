@@ -6,7 +6,10 @@ boxes are restored on first use and all closed when the server stops, however th
 """
 
 import os
+import signal
+import threading
 from pathlib import Path
+from types import FrameType
 
 import verifiers.v1 as vf
 from pydantic import Field
@@ -79,8 +82,24 @@ def submission_answer(data: GroupGradeData, verdict: GroupVerdict) -> tuple[bool
     )
 
 
+def _exit_on_signal(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
 class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
     TOOL_PREFIX = None
+
+    async def setup(self) -> None:
+        # verifiers stops this server with SIGTERM. uvicorn catches it, shuts down, then
+        # raises it again, which by default kills the process before verifiers leaves the
+        # exit stack: no box would be closed (a Prime sandbox would outlive the run). uvicorn
+        # restores the handler it found before raising, so make that one unwind instead.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _exit_on_signal)
+        # verifiers has the server report its port in ``/tmp/vf-port-<uuid>`` and never
+        # removes the file (one per rollout); it has been read once the server runs.
+        if port_file := os.environ.get("MCP_PORT_FILE"):
+            self._exit_stack.callback(Path(port_file).unlink, missing_ok=True)
 
     async def setup_task(self, task: GroupGradeData) -> None:
         self.data = task
