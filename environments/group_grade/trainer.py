@@ -228,17 +228,19 @@ class GroupGrader:
             raise ValueError(f"group {group_id}: trace ids are not unique: {ids}")
         if graders := [trace.id for trace in traces if is_grade_trace(trace)]:
             raise ValueError(f"group {group_id}: grade traces cannot be candidates: {graders}")
-        row, labels = GroupGradeData.from_traces(
-            traces,
-            group_id=group_id,
-            mode=self.mode,
-            passed=passed,
-            privileged={**self.privileged, **(privileged or {})},
-        )
         if step is None and self.current_step is not None:
             step = self.current_step()
-        checkpoints = [c.checkpoint for c in row.candidates if c.checkpoint]
+        checkpoints = [c for trace in traces if (c := trace.info.get("checkpoint"))]
         try:
+            # Minting renders every turn and digest (tens of ms for a large group): off the loop.
+            row, labels = await asyncio.to_thread(
+                GroupGradeData.from_traces,
+                traces,
+                group_id=group_id,
+                mode=self.mode,
+                passed=passed,
+                privileged={**self.privileged, **(privileged or {})},
+            )
             if needs_grading(row):
                 outcome = await self._grade_row(row, step)
             else:
