@@ -195,6 +195,20 @@ def test_staged_files_and_digest():
         grader_files(data.model_copy(update={"privileged": {"../x": ""}}), "/grade")
 
 
+def test_staged_files_are_utf8_even_with_lone_surrogates():
+    """A lone surrogate (which UTF-8 cannot hold) is staged as its escape: turns.json still
+    loads back to the exact turns."""
+    turns = ["ran it \ud800 here", "[tool_call bash]\ncommand: echo \udcff"]
+    data = GroupGradeData(
+        group_id="g", candidates=[Candidate(label="c01", reward=1.0, turns=turns, patch="+\udcff")]
+    )
+    files = grader_files(data, "grade")
+    assert json.loads(files["grade/c01/turns.json"]) == turns
+    assert files["grade/c01/patch.diff"] == b"+\\udcff"
+    for content in files.values():
+        content.decode()
+
+
 def test_digest_stays_small_for_long_transcripts():
     turns = [f"step {i}: " + "let me think about this carefully " * 20 for i in range(800)]
     digest = render_digest(Candidate(label="c01", reward=1.0, turns=turns), "rewards")
