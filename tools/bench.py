@@ -109,7 +109,7 @@ FULL = Settings(
     grid_t=(50, 200, 800),
     grid_budget=3.0,
     staging=(16, 200),
-    staging_repeats=11,
+    staging_repeats=21,
     restore_candidates=8,
     restore_ks=4,
     restore_repeats=3,
@@ -669,7 +669,7 @@ async def measure_staging(settings: Settings, specs: Specs, scratch: Path) -> di
         async with provision_runtime(vf.SubprocessConfig()) as runtime:
             gc.collect()
             started = time.perf_counter()
-            await stage_files(runtime, files)
+            await stage_files(runtime, lambda: files)
             return time.perf_counter() - started
 
     # The plain writes always run right before staging (their per-run ratio is the

@@ -7,7 +7,7 @@ import functools
 import json
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +84,15 @@ def write_tree(root: Path, files: dict[str, bytes]) -> None:
             os.close(fd)
 
 
-async def stage_files(runtime: vf.Runtime, files: dict[str, bytes]) -> None:
-    """Write ``files`` into the box: in one worker thread on the subprocess runtime (its box
-    is a host directory), else a few uploads at a time."""
+async def stage_files(runtime: vf.Runtime, render: Callable[[], dict[str, bytes]]) -> None:
+    """Write the files ``render`` returns into the box, rendering off the event loop (a large
+    group takes long enough to stall it): render and write in one worker thread on the
+    subprocess runtime (its box is a host directory), else a few uploads at a time."""
     if isinstance(runtime, SubprocessRuntime):
-        await asyncio.to_thread(write_tree, runtime.workdir, files)
+        workdir = runtime.workdir
+        await asyncio.to_thread(lambda: write_tree(workdir, render()))
         return
+    files = await asyncio.to_thread(render)
     gate = asyncio.Semaphore(STAGING_CONCURRENCY)
 
     async def put(path: str, content: bytes) -> None:
@@ -129,7 +132,13 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
         return [GradeToolset(config.tools)]
 
     def prompt_for(self, grade_root: str) -> str:
-        return render_prompt(self.data, grade_root=grade_root, policy=self.config.policy_text())
+        """The grader's prompt for a box whose group is staged at ``grade_root``, rendered
+        once per root (this task serves every rollout of its row)."""
+        prompts = self.__dict__.setdefault("_prompts", {})
+        if grade_root not in prompts:
+            policy = self.config.policy_text()
+            prompts[grade_root] = render_prompt(self.data, grade_root=grade_root, policy=policy)
+        return prompts[grade_root]
 
     def grade_root(self, runtime: vf.Runtime) -> str:
         if self.config.grade_root is not None:
@@ -142,8 +151,7 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
         mark_grade_trace(self.data, trace)
         root = self.grade_root(runtime)
         trace.info["grade_root"] = root
-        # Rendering a large group takes long enough to stall the server's event loop.
-        await stage_files(runtime, await asyncio.to_thread(grader_files, self.data, root))
+        await stage_files(runtime, functools.partial(grader_files, self.data, root))
         if self.renders_prompt and root != self.default_root:
             data = trace.task.data.model_copy(update={"prompt": self.prompt_for(root)})
             trace.task = trace.task.model_copy(update={"data": data})
