@@ -1,6 +1,6 @@
 """Benchmark: what grading one group costs outside the model, at realistic sizes.
 
-    python tools/bench.py                # the full run (about 1-2 minutes on 2 cores)
+    python tools/bench.py                # the full run (1.5 to 2 minutes on 2 cores)
     python tools/bench.py --quick        # tiny sizes, a few seconds (the smoke test)
     python tools/bench.py --json PATH    # also save every raw number
 
