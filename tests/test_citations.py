@@ -1,8 +1,17 @@
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from group_grade.citations import apply_citations, quote_found, quote_problem
 from group_grade.data import GroupGradeData
-from group_grade.transcript import ELIDED, elide, policy_text, transcript_turns
+from group_grade.transcript import (
+    ELIDED,
+    elide,
+    policy_text,
+    transcript_turns,
+    turns_and_policies,
+)
 from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict
 from tests.rows import row
 from tests.traces import Call, Turn, make_trace
@@ -148,3 +157,25 @@ def test_apply_citations_downgrades_only_failing_confirmed_hacks():
     assert [c.hack for c in checked.candidates] == ["confirmed", "suspected", "suspected"]
     assert report.downgraded == ["c02"]
     assert [(f.label, f.turn) for f in report.failures] == [("c02", 2), ("c03", 9)]
+
+
+PIECES = ["", "x", "\n", " ", "\\", "[tool_call bash]", "[tool_result bash]", "[tool_", "]", "ok"]
+texts = st.lists(st.sampled_from(PIECES), max_size=8).map("".join)
+calls = st.builds(
+    Call,
+    st.sampled_from(["bash", "edit", "we]ird\nname", ""]),
+    st.dictionaries(st.sampled_from(["command", "path", "n"]), texts | st.integers(), max_size=2),
+    texts,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.builds(Turn, texts, st.lists(calls, max_size=3)), max_size=25), st.booleans())
+def test_policies_rendered_with_the_turns_are_policy_text_of_them(turns: list[Turn], elided: bool):
+    rendered, policies = turns_and_policies(make_trace(turns), elided=elided, head=2, tail=2)
+    assert [policy_text(turn) for turn in rendered] == policies
+    assert rendered == (
+        elide(transcript_turns(make_trace(turns)), head=2, tail=2)
+        if elided
+        else transcript_turns(make_trace(turns))
+    )

@@ -10,7 +10,7 @@ import verifiers.v1 as vf
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from group_grade.digest import digest_body
-from group_grade.transcript import elided_transcript_turns, transcript_turns
+from group_grade.transcript import turns_and_policies
 
 Mode = Literal["rewards", "advantages"]
 Margin = Literal["tie", "slight", "clear", "large"]
@@ -165,7 +165,7 @@ class GroupGradeData(vf.TaskData):
             ranked = mode == "advantages" or passed[index]
             # Unranked candidates keep their first and last turns; the middle ones are not
             # even rendered.
-            turns = transcript_turns(trace) if ranked else elided_transcript_turns(trace)
+            turns, policies = turns_and_policies(trace, elided=not ranked)
             info = trace.info
             patch = info.get("patch")
             candidates.append(
@@ -179,7 +179,7 @@ class GroupGradeData(vf.TaskData):
                     stop_condition=trace.stop_condition,
                     num_output_tokens=trace.num_output_tokens,
                     checkpoint=info.get("checkpoint"),
-                    digest=digest_body(turns, patch),
+                    digest=digest_body(turns, patch, policies),
                 )
             )
         inner = traces[0].task.data

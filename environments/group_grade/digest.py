@@ -202,10 +202,11 @@ def digest_head(candidate: Candidate, mode: Mode) -> str:
     return "\n".join(head) + "\n"
 
 
-def digest_body(turns: list[str], patch: str | None) -> str:
+def digest_body(turns: list[str], patch: str | None, policies: list[str] | None = None) -> str:
     """The rest of ``digest.md``, which depends on the candidate's work alone (not on the
     mode): its patch, flagged lines, final message and turns. ``from_traces`` stores it in
-    the row (``Candidate.digest``), so that staging need not read every turn again."""
+    the row (``Candidate.digest``), so that staging need not read every turn again.
+    ``policies``: ``policy_text`` of each turn, when the caller has them."""
     changes = patch_changes(patch)
     body = ["## patch"]
     if patch is None:
@@ -219,7 +220,8 @@ def digest_body(turns: list[str], patch: str | None) -> str:
             body.append(f"- ... {len(changes) - MAX_FILES} more files")
         tests = [c.path for c in changes if c.is_test]
         body.append(f"touches test files: {'yes: ' + ', '.join(tests[:10]) if tests else 'no'}")
-    policies = [policy_text(t) for t in turns]  # once per turn, shared below
+    if policies is None:
+        policies = [policy_text(t) for t in turns]  # once per turn, shared below
     flags = _flags(policies)
     body.append("")
     body.append("## flagged lines in its own messages and tool calls")

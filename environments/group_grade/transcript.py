@@ -68,37 +68,40 @@ def _header_name(name: str) -> str:
     return name or "tool"
 
 
-def _section(parts: list[str], header: str, body: str) -> None:
-    """Append ``[header]`` and, when there is one, the escaped body as its own part (the
-    parts are joined with newlines once, so large bodies are copied once)."""
-    parts.append(f"[{header}]")
-    if body:
-        parts.append(escape_headers(body))
-
-
 def render_turn(
     message: AssistantMessage,
     results: Sequence[ToolMessage],
     *,
     tool_result_cap: int = TOOL_RESULT_CAP,
-) -> str:
-    parts: list[str] = []
+) -> tuple[str, str]:
+    """The turn's text, and its policy text (``policy_text`` of that text, taken from the
+    parts as they are joined instead of parsed back)."""
+    parts: list[str] = []  # joined with newlines once, so large bodies are copied once
+    own: list[str] = []
     if message.content:
-        parts.append(escape_headers(message.content))
+        text = escape_headers(message.content)
+        parts.append(text)
+        own.append(text)
     for call in message.tool_calls or []:
         name = f"{call.namespace}.{call.name}" if call.namespace else call.name
-        _section(parts, f"tool_call {_header_name(name)}", render_arguments(call.arguments))
+        parts.append(f"[tool_call {_header_name(name)}]")
+        if arguments := render_arguments(call.arguments):
+            text = escape_headers(arguments)
+            parts.append(text)
+            own.append(text)
     for result in results:
-        text = cut_middle(content_text(result.content), tool_result_cap)
-        _section(parts, f"tool_result {_header_name(result.name or '')}", text)
-    return "\n".join(parts)
+        parts.append(f"[tool_result {_header_name(result.name or '')}]")
+        if output := cut_middle(content_text(result.content), tool_result_cap):
+            parts.append(escape_headers(output))
+    return "\n".join(parts), "\n".join(own)
 
 
 def _render_turns(
     trace: vf.Trace, elide_middle: tuple[int, int] | None, tool_result_cap: int
-) -> list[str]:
-    """Turn texts of ``trace``. With ``elide_middle = (head, tail)`` the turns between the
-    first ``head`` and the last ``tail`` are ``ELIDED`` without being rendered."""
+) -> tuple[list[str], list[str]]:
+    """Turn texts of ``trace`` and their policy texts. With ``elide_middle = (head, tail)``
+    the turns between the first ``head`` and the last ``tail`` are ``ELIDED`` without being
+    rendered."""
     messages = trace.assistant_messages
     total = len(messages)
     if elide_middle is None or total <= sum(elide_middle):
@@ -117,30 +120,36 @@ def _render_turns(
         message = node.message
         if isinstance(message, ToolMessage) and message.tool_call_id in calls:
             results.setdefault(message.tool_call_id, []).append(message)
-    turns = []
+    turns: list[str] = []
+    policies: list[str] = []
     for message, want in zip(messages, wanted, strict=True):
         if not want:
             turns.append(ELIDED)
+            policies.append("")
             continue
         own = [r for call in message.tool_calls or [] for r in results.get(call.id, [])]
-        turns.append(render_turn(message, own, tool_result_cap=tool_result_cap))
-    return turns
+        turn, policy = render_turn(message, own, tool_result_cap=tool_result_cap)
+        turns.append(turn)
+        policies.append(policy)
+    return turns, policies
 
 
 def transcript_turns(trace: vf.Trace, *, tool_result_cap: int = TOOL_RESULT_CAP) -> list[str]:
     """One text per sampled model response of ``trace``, with the results of its tool calls."""
-    return _render_turns(trace, None, tool_result_cap)
+    return _render_turns(trace, None, tool_result_cap)[0]
 
 
-def elided_transcript_turns(
+def turns_and_policies(
     trace: vf.Trace,
     *,
+    elided: bool = False,
     head: int = KEEP_HEAD_TURNS,
     tail: int = KEEP_TAIL_TURNS,
     tool_result_cap: int = TOOL_RESULT_CAP,
-) -> list[str]:
-    """``elide(transcript_turns(trace))``, without rendering the turns it drops."""
-    return _render_turns(trace, (head, tail), tool_result_cap)
+) -> tuple[list[str], list[str]]:
+    """``transcript_turns(trace)`` (``elide``-d when ``elided``, without rendering the turns
+    it drops) and ``policy_text`` of each turn."""
+    return _render_turns(trace, (head, tail) if elided else None, tool_result_cap)
 
 
 def _next_line_starting(turn: str, pos: int, mark: str) -> int:
