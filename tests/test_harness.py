@@ -161,6 +161,27 @@ async def test_shell_results_and_tool_errors_reach_the_model(box: vf.Runtime) ->
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("parallel", [True, False])
+async def test_calls_of_one_response_run_at_once_unless_configured(
+    box: vf.Runtime, parallel: bool
+) -> None:
+    """Results keep the calls' order either way; the log shows which call finished first."""
+    both = Reply(
+        tool_calls=[
+            ("shell", {"command": "sleep 1; echo slow >> log; echo first"}),
+            ("shell", {"command": "echo fast >> log; echo second"}),
+        ]
+    )
+    script = ScriptedModel([both, shell("cat log"), Reply("done")])
+    harness = GraderHarness(GraderHarnessConfig(parallel_tool_calls=parallel))
+    async with ChatServer(script) as server:
+        await launch(harness, box, server.base_url, vf.TaskData(prompt="go"))
+    first, second, log = tool_results(server.requests[-1])
+    assert (first, second) == ("first\n", "second\n")
+    assert log == ("fast\nslow\n" if parallel else "slow\nfast\n")
+
+
+@pytest.mark.anyio
 async def test_own_max_turns_stops_the_trace(box: vf.Runtime) -> None:
     harness = GraderHarness(GraderHarnessConfig(max_turns=2))
     trace = make_trace()
