@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -169,6 +175,62 @@ async def test_cancellation_mid_command_still_closes_every_box(tmp_path: Path):
         await running
     await tools._exit_stack.aclose()
     assert open_boxes(tmp_path) == []
+
+
+LAUNCHER = """
+import pathlib, subprocess, sys, time
+out = pathlib.Path(sys.argv[1])
+server = subprocess.Popen([sys.executable, "-c", sys.argv[2], sys.argv[1]])
+for _ in range(200):  # up to 20 s for the server to start
+    if (out / "ready").exists():
+        break
+    time.sleep(0.1)
+print(server.pid)  # and exit at once, leaving the server behind
+"""
+SERVER = """
+import asyncio, contextlib, pathlib, sys
+from verifiers.v1.mcp.server import _die_with_parent
+from group_grade.toolset import stop_on_signals
+out = pathlib.Path(sys.argv[1])
+_die_with_parent()  # as verifiers starts every tool server: SIGKILL when the launcher dies
+
+async def main():
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(asyncio.to_thread, (out / "closed").write_text, "boxes")
+        stop_on_signals()
+        (out / "ready").write_text("")
+        await asyncio.sleep(120)
+
+asyncio.run(main())
+"""
+
+
+def test_a_tool_server_whose_launcher_dies_still_closes_its_boxes(tmp_path: Path):
+    """verifiers has a tool server die with its launcher by SIGKILL, which no cleanup
+    survives; the toolset asks for SIGTERM instead and unwinds its exit stack on it."""
+    launched = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            LAUNCHER,
+            str(tmp_path),
+            SERVER.replace("sys.argv[1]", repr(str(tmp_path))),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    pid = int(launched.stdout)
+    try:
+        for _ in range(200):  # up to 20 s
+            if (tmp_path / "closed").exists():
+                break
+            time.sleep(0.1)
+        assert (tmp_path / "closed").read_text() == "boxes"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.anyio

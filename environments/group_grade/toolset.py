@@ -5,6 +5,8 @@ the row through ``setup_task`` and reports back through the shared ``GradeState`
 boxes are restored on first use and all closed when the server stops, however the run ended.
 """
 
+import contextlib
+import ctypes
 import os
 import signal
 import threading
@@ -82,8 +84,22 @@ def submission_answer(data: GroupGradeData, verdict: GroupVerdict) -> tuple[bool
     )
 
 
+CLEANUP_SECONDS = 30
+"""How long a stopping server may take to close its boxes before SIGALRM ends it."""
+PR_SET_PDEATHSIG = 1
+
+
 def _exit_on_signal(signum: int, frame: FrameType | None) -> None:
+    signal.alarm(CLEANUP_SECONDS)  # an orphan that cannot close its boxes must still end
     raise SystemExit(128 + signum)
+
+
+def stop_on_signals() -> None:
+    """Make SIGTERM an exit that unwinds (and so closes the boxes), and have this process get
+    SIGTERM rather than verifiers' SIGKILL when its launcher dies (Linux)."""
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
@@ -93,9 +109,10 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
         # verifiers stops this server with SIGTERM. uvicorn catches it, shuts down, then
         # raises it again, which by default kills the process before verifiers leaves the
         # exit stack: no box would be closed (a Prime sandbox would outlive the run). uvicorn
-        # restores the handler it found before raising, so make that one unwind instead.
+        # restores the handler it found before raising, so make that one unwind instead; and
+        # a launcher that dies (an env worker killed) now sends the same signal.
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, _exit_on_signal)
+            stop_on_signals()
         # verifiers has the server report its port in ``/tmp/vf-port-<uuid>`` and never
         # removes the file (one per rollout); it has been read once the server runs.
         if port_file := os.environ.get("MCP_PORT_FILE"):
