@@ -209,13 +209,7 @@ def test_a_tool_server_whose_launcher_dies_still_closes_its_boxes(tmp_path: Path
     """verifiers has a tool server die with its launcher by SIGKILL, which no cleanup
     survives; the toolset asks for SIGTERM instead and unwinds its exit stack on it."""
     launched = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            LAUNCHER,
-            str(tmp_path),
-            SERVER.replace("sys.argv[1]", repr(str(tmp_path))),
-        ],
+        [sys.executable, "-c", LAUNCHER, str(tmp_path), SERVER],
         capture_output=True,
         text=True,
         timeout=60,
