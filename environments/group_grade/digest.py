@@ -106,8 +106,8 @@ def _any_flag_pattern() -> re2._Regexp:
 _ANY_FLAG = _any_flag_pattern()
 
 
-def _lines_that_may_flag(text: str, data: bytes) -> list[int]:
-    """Sorted byte offsets in ``data`` (``text`` in UTF-8) of the lines a flag may match."""
+def _lines_that_may_flag(data: bytes) -> list[int]:
+    """Sorted byte offsets of the lines of ``data`` (UTF-8) a flag may match."""
     starts: list[int] = []
     pos = 0
     while (match := _ANY_FLAG.search(data, pos)) is not None:
@@ -115,24 +115,22 @@ def _lines_that_may_flag(text: str, data: bytes) -> list[int]:
         pos = data.find(b"\n", match.end()) + 1
         if pos == 0:
             break
-    if text.isascii():
+    if data.isascii():
         return starts
     for twin in _IGNORECASE_TWINS:
-        if twin in text:
-            needle = twin.encode()
-            at = data.find(needle)
-            while at >= 0:
-                starts.append(data.rfind(b"\n", 0, at) + 1)
-                at = data.find(needle, at + 1)
+        needle = twin.encode()
+        at = data.find(needle)
+        while at >= 0:
+            starts.append(data.rfind(b"\n", 0, at) + 1)
+            at = data.find(needle, at + 1)
     return sorted(set(starts))
 
 
 def _flags(policies: list[str]) -> list[tuple[int, str, str]]:
     """``flagged_commands`` over the turns' policy texts: RE2 finds the lines that may match
     in one pass over all of them, Python's patterns decide on each of those lines."""
-    text = "\n".join(policies)
-    data = text.encode("utf-8", "surrogatepass")
-    starts = _lines_that_may_flag(text, data)
+    data = "\n".join(policies).encode("utf-8", "surrogatepass")
+    starts = _lines_that_may_flag(data)
     if not starts:
         return []
     last_line_of_turn = list(accumulate(p.count("\n") + 1 for p in policies))
