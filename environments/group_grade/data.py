@@ -71,6 +71,11 @@ class GroupGradeData(vf.TaskData):
     box_workdir: str | None = None
     """Where commands run in a restored candidate box (None: the box's own default)."""
     box_env: dict[str, str] = Field(default_factory=dict)
+    hidden_test_command: str | None = None
+    """The shell command that runs the hidden tests in a candidate box, in `box_workdir`, with
+    `$GRADE_PRIVILEGED` set to where the privileged materials are mounted and `$GRADE_RESULTS`
+    to a directory for a JUnit XML result (`junit.xml`); its exit code is the result. None:
+    group-grade's own pytest runner over the privileged test files."""
     inner: dict = Field(default_factory=dict)
     """The inner task's wire data, kept for reference."""
     trace_ids: dict[str, str] = Field(default_factory=dict)

@@ -9,7 +9,6 @@ from pathlib import Path
 import jinja2
 from pydantic import BaseModel
 
-from group_grade.boxes.base import BOX_PRIVILEGED_DIR
 from group_grade.citations import MIN_QUOTE_CHARS, MIN_QUOTE_WORDS
 from group_grade.data import GroupGradeData, Mode
 from group_grade.transcript import ELIDED
@@ -109,13 +108,27 @@ def _task_excerpt(task: str, keep: int, grade_root: str) -> str:
     return f"{head}\n\n{note}"
 
 
+def hidden_tests_how(data: GroupGradeData) -> str:
+    """How ``run_hidden_tests`` runs this row's hidden tests, for the prompt."""
+    if data.hidden_test_command is not None:
+        return f"the row's own command `{one_line(data.hidden_test_command)}`"
+    return (
+        "pytest over the hidden test files, ignoring the candidate's own test configuration: "
+        "its `pytest.ini`, `setup.cfg`, `tox.ini`, `pyproject.toml`, `conftest.py` and plugins"
+    )
+
+
+def one_line(text: str, cap: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= cap else flat[: cap - 3] + "..."
+
+
 def render_prompt(
     data: GroupGradeData,
     *,
     grade_root: str,
     policy: str | None = None,
     has_submit_tool: bool = True,
-    box_privileged: str = BOX_PRIVILEGED_DIR,
 ) -> str:
     """The grader's opening prompt for ``data``. ``policy`` replaces the default grading
     policy text. Transcripts are never inlined: they are files in the grader's box. A long
@@ -131,7 +144,7 @@ def render_prompt(
         "grade_root": root,
         "any_elided": any(ELIDED in c.turns for c in data.candidates),
         "any_box": any(c.checkpoint for c in data.candidates),
-        "box_privileged": box_privileged,
+        "hidden_tests_how": hidden_tests_how(data),
         "mode": data.mode,
         "candidates": data.candidates,
     }

@@ -157,20 +157,22 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
             trace.task = trace.task.model_copy(update={"data": data})
 
     async def finalize(self, trace: vf.Trace, runtime: vf.Runtime) -> None:
-        """``<grade root>/verdict.json`` is the verdict: validated, citation-checked and
-        stored in ``trace.info``. A verdict accepted by ``submit_verdict`` is written there
-        first when the grader wrote none itself."""
+        """The verdict ``submit_verdict`` accepted is the verdict, and is written to
+        ``<grade root>/verdict.json`` for the record. Only when nothing was accepted is a
+        ``verdict.json`` the grader wrote itself read. Either is validated, citation-checked
+        and stored in ``trace.info``."""
         path = f"{trace.info.get('grade_root') or self.grade_root(runtime)}/{VERDICT_FILE}"
-        raw: str | None
-        try:
-            raw = (await runtime.read(path, max_bytes=VERDICT_MAX_BYTES)).decode(errors="replace")
-        except (SandboxError, OSError) as e:
-            raw = None
-            trace.info["verdict_read_error"] = str(e)[-500:]
+        raw: str | None = None
         submitted = trace.state.submitted
-        if raw is None and submitted is not None:
+        if submitted is not None:
             raw = submitted.model_dump_json()
             await runtime.write(path, raw.encode())
+        else:
+            try:
+                data = await runtime.read(path, max_bytes=VERDICT_MAX_BYTES)
+                raw = data.decode(errors="replace")
+            except (SandboxError, OSError) as e:
+                trace.info["verdict_read_error"] = str(e)[-500:]
         outcome = accept_verdict(self.data, raw)
         trace.info["gar_config"] = {
             "f_min": self.config.f_min,

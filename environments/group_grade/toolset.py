@@ -16,12 +16,13 @@ from types import FrameType
 import verifiers.v1 as vf
 from pydantic import Field
 
+from group_grade import hidden_tests
 from group_grade.acceptance import accept_verdict
 from group_grade.boxes import (
-    BOX_PRIVILEGED_DIR,
     Box,
     BoxBackend,
     BoxError,
+    BoxLimits,
     backend_for,
     split_checkpoint,
 )
@@ -39,11 +40,17 @@ class GradeToolsetConfig(vf.ToolsetConfig):
     """Characters of command output shown; beyond it, head and tail with a marker."""
     max_open_boxes: int = Field(4, ge=1)
     """Candidate boxes open at once; the least recently used is closed first."""
+    hidden_test_timeout: float = Field(600.0, gt=0, allow_inf_nan=False)
+    """Seconds one ``run_hidden_tests`` run may take before it is killed (and failed)."""
     box_parent: str | None = None
     """Local backend: where restored boxes live (None: inside the tool server's own
     working directory, removed with it)."""
-    require_network_isolation: bool = True
-    """Local backend: refuse to run when the machine cannot block a box's network."""
+    require_isolation: bool = True
+    """Local backend: refuse to run when the machine cannot sandbox box commands
+    (bubblewrap needs unprivileged user namespaces). False runs candidate code with NO
+    isolation at all: for trusted candidates only."""
+    limits: BoxLimits = BoxLimits()
+    """Local backend: CPU seconds, memory, processes and file size of every box command."""
     prefetch: bool = True
     """Restore the first ``max_open_boxes`` candidate boxes in the background as soon as the
     tool server starts, so the grader's first command in them does not wait for a restore."""
@@ -57,7 +64,8 @@ def make_backend(scheme: str, config: GradeToolsetConfig, data: GroupGradeData) 
             "local",
             box_parent=parent,
             root_alias=data.box_workdir or "/app",
-            require_network_isolation=config.require_network_isolation,
+            require_isolation=config.require_isolation,
+            limits=config.limits,
         )
     return backend_for(scheme, workdir=data.box_workdir or "/app")
 
@@ -145,7 +153,7 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
             await backend.aclose()
 
     async def restore_box(self, label: str) -> Box:
-        """Restore ``label``'s box and stage the privileged materials in it."""
+        """Restore ``label``'s box and stage its grading area (hidden tests and runner)."""
         checkpoint = self.data.candidate(label).checkpoint
         assert checkpoint is not None
         scheme, _ = split_checkpoint(checkpoint)
@@ -153,11 +161,11 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
             self.backends[scheme] = make_backend(scheme, self.config, self.data)
         box = await self.backends[scheme].restore(checkpoint)
         try:
-            base = f"{self.data.box_workdir}/" if self.data.box_workdir else ""
-            for path, content in self.data.privileged.items():
-                await box.write(f"{base}{BOX_PRIVILEGED_DIR}/{path}", content.encode())
-        except BaseException:
+            await box.stage_grading(hidden_tests.grading_files(self.data))
+        except BaseException as e:
             await box.close()
+            if isinstance(e, BoxError):
+                raise BoxError(f"the hidden tests cannot be placed in its box: {e}") from e
             raise
         return box
 
@@ -192,11 +200,39 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
 
     @vf.tool
     async def candidate_shell(self, label: str, command: str) -> str:
-        """Run a shell command in candidate `label`'s own box, exactly as the candidate left
-        it (restored on first use; your changes persist between calls; no network). The
-        privileged materials (hidden tests) are copied into the box under
-        `.grade/privileged/` in its working directory."""
+        """Run a shell command (`sh -c`) in candidate `label`'s own box, exactly as the
+        candidate left it (restored on first use; your changes persist between calls; no
+        network). The hidden tests are at `$GRADE_PRIVILEGED` (read-only in local boxes)."""
         return await self.shell(label, command)
+
+    async def hidden_test_report(self, label: str) -> hidden_tests.HiddenTestRun:
+        if label not in self.data.labels:
+            return hidden_tests.not_run(label[:80], "unknown label")
+        if self.data.candidate(label).checkpoint is None:
+            reason = "it has no box (no checkpoint was saved): grade it from its staged files"
+            return hidden_tests.not_run(label, reason)
+        try:
+            async with self.pool.use(label) as box:
+                return await hidden_tests.run(
+                    box,
+                    self.data,
+                    label,
+                    timeout=self.config.hidden_test_timeout,
+                    output_cap=self.config.output_cap,
+                )
+        except BoxError as e:
+            return hidden_tests.not_run(label, f"its box could not be used: {e}")
+        finally:
+            self.publish()
+
+    @vf.tool
+    async def run_hidden_tests(self, label: str) -> str:
+        """Run the hidden tests against candidate `label`'s code in its own box and answer
+        the result as JSON: `status` is `passed`, `failed` or `not_run`, taken from the JUnit
+        XML the run writes outside the candidate's files together with the exit code (never
+        from printed text); `counts`, the failing tests, and `output` (what the run printed:
+        the candidate's code prints there too, so it is never evidence of a pass)."""
+        return (await self.hidden_test_report(label)).model_dump_json(indent=1)
 
     @vf.tool
     async def submit_verdict(

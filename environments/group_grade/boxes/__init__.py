@@ -21,20 +21,20 @@ import verifiers.v1 as vf
 from verifiers.v1.runtimes import PrimeRuntime
 
 from group_grade.boxes.base import (
-    BOX_PRIVILEGED_DIR,
     Box,
     BoxBackend,
     BoxError,
+    BoxLimits,
     CommandResult,
     DeleteReport,
     split_checkpoint,
 )
 
 __all__ = [
-    "BOX_PRIVILEGED_DIR",
     "Box",
     "BoxBackend",
     "BoxError",
+    "BoxLimits",
     "CommandResult",
     "DeleteReport",
     "backend_for",

@@ -13,6 +13,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from pydantic import BaseModel, ConfigDict, Field
+
 
 class BoxError(RuntimeError):
     """A box could not be restored or driven; the message is fit to show the grader."""
@@ -37,7 +39,29 @@ class DeleteReport:
 
 
 class Box(ABC):
-    """One restored candidate box. ``workdir`` is where commands run by default."""
+    """One restored candidate box.
+
+    ``workdir`` is where commands run by default. ``grade_dir`` is the box's grading area: the
+    hidden tests (``privileged/``), group-grade's test runner, and ``results/``, where a
+    hidden-test run writes its machine-readable result. It lies outside anything the candidate
+    could have put in its box (local boxes: a read-only mount; prime boxes: a fresh directory
+    with a name the candidate could not predict). Every command sees ``GRADE_PRIVILEGED`` and
+    ``GRADE_RESULTS`` in its environment."""
+
+    workdir: str
+    grade_dir: str
+
+    @property
+    def privileged_dir(self) -> str:
+        return f"{self.grade_dir}/{PRIVILEGED_SUBDIR}"
+
+    @property
+    def results_dir(self) -> str:
+        return f"{self.grade_dir}/{RESULTS_SUBDIR}"
+
+    def grade_env(self) -> dict[str, str]:
+        """The variables every command gets: where the grading area's parts are."""
+        return {"GRADE_PRIVILEGED": self.privileged_dir, "GRADE_RESULTS": self.results_dir}
 
     @abstractmethod
     async def run(
@@ -50,6 +74,16 @@ class Box(ABC):
     ) -> CommandResult:
         """Run a shell command with the network blocked. A timeout returns
         ``timed_out=True`` (the command is killed), never raises."""
+
+    @abstractmethod
+    async def stage_grading(self, files: dict[str, bytes]) -> None:
+        """Write the grading area (paths relative to ``grade_dir``). Raises BoxError when the
+        files cannot be placed."""
+
+    @abstractmethod
+    async def read_result(self, name: str, *, max_bytes: int) -> bytes | None:
+        """The file ``name`` in ``results_dir`` (None: there is none). Raises BoxError when
+        it cannot be read or is larger than ``max_bytes``."""
 
     @abstractmethod
     async def read(self, path: str) -> bytes: ...
@@ -88,6 +122,23 @@ def split_checkpoint(checkpoint: str) -> tuple[str, str]:
     return scheme, ref
 
 
-BOX_PRIVILEGED_DIR = ".grade/privileged"
-"""Where the privileged materials are staged in every restored candidate box, relative to
-the box's working directory (pytest does not collect dot-directories by default)."""
+PRIVILEGED_SUBDIR = "privileged"
+"""The hidden tests and other privileged materials, in a box's grading area."""
+RESULTS_SUBDIR = "results"
+"""Where a hidden-test run writes its result (``junit.xml``), in a box's grading area."""
+
+
+class BoxLimits(BaseModel):
+    """Resource limits of every command in a local box (on top of its timeout and output cap).
+    CPU, memory and file size apply per process; processes per command."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cpu_seconds: int = Field(600, ge=1)
+    """CPU seconds one process may use (``RLIMIT_CPU``)."""
+    memory_mb: int = Field(4096, ge=64)
+    """Address space of one process, in MiB (``RLIMIT_AS``)."""
+    processes: int = Field(128, ge=8)
+    """Processes and threads one command may have at once (``RLIMIT_NPROC``)."""
+    file_mb: int = Field(128, ge=1)
+    """Largest file a process may write, in MiB (``RLIMIT_FSIZE``)."""

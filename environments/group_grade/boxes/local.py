@@ -1,31 +1,32 @@
 """Local candidate boxes: a snapshot archive (or directory) restored into a fresh private
-directory on this machine, commands run there with the network blocked.
+directory on this machine; every command runs in a bubblewrap sandbox (``sandbox.py``).
 
-For development, the demo and tests. A local box isolates the *network* only (each command
-runs in a new network namespace with nothing but its own loopback, and, where the machine
-allows, a new PID namespace: whatever a command leaves running dies with it, and a command
-dies with the process that started it); it has no filesystem or
-user isolation, so a command can read and write anything the host user can. Grade untrusted
-candidates in ``prime`` boxes.
+A box's host folder holds ``tree/`` (the candidate's working directory, mounted at the row's
+``box_workdir``, default ``/app``), ``tmp/`` (its ``/tmp``), ``etc/`` and ``grade/`` (its
+grading area, read-only at ``/grade`` but for ``/grade/results``). A command sees nothing of
+the host but the read-only system directories and the grading environment's Python (first on
+``PATH``), has no network but its own loopback, and ends with every process it started.
 
-Path mapping: the snapshot root is the candidate's working directory. A relative path (for
-``run(workdir=...)``, ``read`` and ``write``) is relative to the box directory. An absolute
-path is accepted only under ``root_alias`` (default ``/app``), which stands for the box
-directory: ``/app`` -> ``<box>``, ``/app/src/x.py`` -> ``<box>/src/x.py``. Any other absolute
-path, and any path that resolves (symlinks included) outside the box, raises BoxError.
+Where the machine cannot run the sandbox, ``restore`` refuses (``require_isolation``, the
+default) with the reason and the fix; ``require_isolation=False`` runs commands directly on
+the host, with no isolation at all, and says so in the log.
+
+Paths given to ``run(workdir=...)``, ``read`` and ``write``: a relative path is relative to the
+tree; an absolute path must lie under ``root_alias``, which stands for the tree (``/app/src``
+-> ``tree/src``). Any other path, and any path that resolves (symlinks included) outside the
+tree, raises BoxError.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import fnmatch
-import functools
 import gzip
 import logging
 import os
 import posixpath
+import resource
 import shlex
 import shutil
 import signal
@@ -37,22 +38,25 @@ import tempfile
 import uuid
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from verifiers.v1.runtimes.base import Runtime
 from verifiers.v1.runtimes.subprocess import SubprocessRuntime
 
+from group_grade.boxes import sandbox as sandboxing
 from group_grade.boxes.base import (
+    RESULTS_SUBDIR,
     Box,
     BoxBackend,
     BoxError,
+    BoxLimits,
     CommandResult,
     DeleteReport,
     split_checkpoint,
 )
+from group_grade.boxes.sandbox import GRADE_MOUNT, Mount, Sandbox
 
 logger = logging.getLogger(__name__)
 
@@ -70,95 +74,21 @@ DEFAULT_MAX_OUTPUT_BYTES = 8 * 1024 * 1024
 TIMEOUT_EXIT_CODE = 124
 """``exit_code`` of a command killed by its timeout (as coreutils ``timeout``)."""
 
+_SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _DEFAULT_PATH = os.pathsep.join(
     # The interpreter running group-grade comes first: a local box runs the candidate's code
     # with the Python (and pytest) of the environment that grades it.
-    [
-        os.path.dirname(sys.executable),
-        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    ]
+    [os.path.dirname(sys.executable), _SYSTEM_PATH]
 )
 _DRAIN_SECONDS = 1.0
-"""How long output is still read after the command's shell exits while leftover background
-processes keep its output open; they are then killed."""
-_PROBE_SECONDS = 10.0
+"""How long output is still read after the command exits while something keeps its output
+open; then the command's processes are killed."""
 
 
-# ---------------------------------------------------------------------------------------------
-# Network isolation
-
-
-@dataclass(frozen=True)
-class _Isolation:
-    prefix: tuple[str, ...] | None
-    """argv prefix that runs a program in a new network namespace; None = not possible here."""
-    ip: str | None
-    """Absolute path of ``ip`` when it can bring the new namespace's loopback up."""
-    reason: str
-    """Why isolation is unavailable (empty when available)."""
-
-
-def _probe(argv: list[str]) -> str | None:
-    """Run ``argv`` briefly; None on success, else the reason it failed."""
-    try:
-        done = subprocess.run(
-            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_SECONDS
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return str(exc)
-    if done.returncode == 0:
-        return None
-    return done.stderr.decode(errors="replace").strip() or f"exit code {done.returncode}"
-
-
-@functools.cache
-def _detect_isolation() -> _Isolation:
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return _Isolation(None, None, "`unshare` (util-linux) is not installed")
-    failures: list[str] = []
-    # A private PID namespace too where possible: when the launcher dies (killed with the
-    # tool server, see _die_with_parent) the kernel kills everything the command left behind.
-    pid_ns = ("--pid", "--fork", "--kill-child")
-    prefixes = (
-        (unshare, "-n", *pid_ns),
-        (unshare, "--net", "--map-root-user", *pid_ns),
-        (unshare, "-n"),
-        (unshare, "--net", "--map-root-user"),
-    )
-    for prefix in prefixes:
-        error = _probe([*prefix, "true"])
-        if error is None:
-            ip = shutil.which("ip")
-            if ip is not None and _probe([*prefix, ip, "link", "set", "dev", "lo", "up"]):
-                ip = None
-            return _Isolation(prefix, ip, "")
-        failures.append(f"`{' '.join(['unshare', *prefix[1:]])} true` failed: {error}")
-    return _Isolation(None, None, "; ".join(failures))
-
-
-def _die_with_parent() -> None:
-    """In the forked child: be killed when the process that started the command dies (Linux
-    PR_SET_PDEATHSIG), so a tool server killed mid-command leaves no command running."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
-
-
-def can_isolate_network() -> bool:
-    """Whether this machine can run local box commands in a new network namespace
-    (probed once per process with ``unshare -n`` / ``unshare --net --map-root-user``)."""
-    return _detect_isolation().prefix is not None
-
-
-def _launcher(isolation: _Isolation) -> tuple[str, ...]:
-    """argv to which the command string is appended. Inside the namespace the loopback is
-    brought up (when ``ip`` can) so tests that serve on localhost still work."""
-    if isolation.prefix is None:
-        return ("/bin/sh", "-c")
-    if isolation.ip is None:
-        return (*isolation.prefix, "/bin/sh", "-c")
-    script = f'{shlex.quote(isolation.ip)} link set dev lo up >/dev/null 2>&1; exec /bin/sh -c "$1"'
-    return (*isolation.prefix, "/bin/sh", "-c", script, "/bin/sh")
+def isolation_problem() -> str | None:
+    """Why this machine cannot sandbox local box commands (None: it can)."""
+    found = sandboxing.probe()
+    return None if found.sandbox is not None else found.reason
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,40 +182,66 @@ async def _wait(
     return timed_out
 
 
+def _unsandboxed_launcher(limits: BoxLimits) -> Callable[[], None]:
+    """``preexec_fn`` without a sandbox: the per-process rlimits and death with the parent."""
+    rlimits = [
+        (resource.RLIMIT_CPU, limits.cpu_seconds),
+        (resource.RLIMIT_AS, limits.memory_mb << 20),
+        (resource.RLIMIT_FSIZE, limits.file_mb << 20),
+    ]
+
+    def prepare() -> None:
+        sandboxing.set_death_signal()
+        for which, value in rlimits:
+            resource.setrlimit(which, (value, value))
+
+    return prepare
+
+
+def _safe_name(path: str) -> str:
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or not pure.parts or ".." in pure.parts or "\0" in path:
+        raise BoxError(f"grading file path {path!r} must be relative and stay in the area")
+    return pure.as_posix()
+
+
 class LocalBox(Box):
-    """A candidate box restored into a private host directory (see the module docstring
-    for the path mapping). Made by ``LocalBackend.restore``."""
+    """A candidate box restored into a private host folder (see the module docstring). Made
+    by ``LocalBackend.restore``."""
 
     def __init__(
         self,
-        directory: Path,
+        home: Path,
         *,
-        launcher: Sequence[str],
-        root_alias: str | None,
+        sandbox: Sandbox | None,
+        root_alias: str,
+        limits: BoxLimits,
         max_output_bytes: int,
-        network_isolated: bool,
     ) -> None:
-        self._dir = directory.resolve()
-        self.workdir: str = str(self._dir)
-        """The box directory on the host; commands run here by default."""
-        self.network_isolated = network_isolated
-        self._launcher = tuple(launcher)
-        self._root_alias = posixpath.normpath(root_alias) if root_alias else None
+        self.home = home.resolve()
+        """The box's host folder (``tree/``, ``tmp/``, ``etc/``, ``grade/``)."""
+        self.host_dir = self.home / "tree"
+        """The candidate's tree on the host."""
+        self.sandbox = sandbox
+        self._root_alias = posixpath.normpath(root_alias)
+        self._limits = limits
         self._max_output_bytes = max_output_bytes
+        self.workdir = self._root_alias if sandbox else str(self.host_dir)
+        self.grade_dir = GRADE_MOUNT if sandbox else str(self.home / "grade")
         self._groups: set[int] = set()
         self._closed = False
 
+    @property
+    def isolated(self) -> bool:
+        return self.sandbox is not None
+
     def _alias_relative(self, normal: str) -> str | None:
-        """The box-relative form of a normalized absolute path; None if not under the alias."""
+        """The tree-relative form of a normalized absolute path; None if not under the alias."""
         alias = self._root_alias
-        if alias is None:
-            return None
-        if alias == "/":
-            return normal.lstrip("/")
         if normal == alias:
             return ""
-        if normal.startswith(alias + "/"):
-            return normal[len(alias) + 1 :]
+        if normal.startswith(alias.rstrip("/") + "/"):
+            return normal[len(alias.rstrip("/")) + 1 :]
         return None
 
     def _check_open(self) -> None:
@@ -293,25 +249,41 @@ class LocalBox(Box):
             raise BoxError("the box is closed")
 
     def resolve(self, path: str) -> Path:
-        """The host path of ``path`` inside the box; BoxError if it lies outside."""
+        """The host path of ``path`` inside the tree; BoxError if it lies outside."""
         self._check_open()
         relative: str | None = path
         if posixpath.isabs(path):
             relative = self._alias_relative(posixpath.normpath(path))
             if relative is None:
-                hint = (
-                    f"absolute paths must be under {self._root_alias}"
-                    if self._root_alias
-                    else "use a path relative to the box"
+                raise BoxError(
+                    f"path {path!r} is outside the box: absolute paths must be under "
+                    f"{self._root_alias}"
                 )
-                raise BoxError(f"path {path!r} is outside the box: {hint}")
         try:
-            target = (self._dir / relative).resolve()
-        except (OSError, RuntimeError) as exc:  # e.g. a symlink loop
+            target = (self.host_dir / relative).resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL byte
             raise BoxError(f"cannot resolve {path!r} in the box: {exc}") from exc
-        if not target.is_relative_to(self._dir):
+        if not target.is_relative_to(self.host_dir):
             raise BoxError(f"path {path!r} is outside the box")
         return target
+
+    def _in_box(self, host: Path) -> str:
+        """Where the host path ``host`` (inside the tree) appears to a command."""
+        if self.sandbox is None:
+            return str(host)
+        relative = host.relative_to(self.host_dir).as_posix()
+        return self._root_alias if relative == "." else f"{self._root_alias}/{relative}"
+
+    def mounts(self) -> list[Mount]:
+        grade = self.home / "grade"
+        return [
+            *sandboxing.system_mounts(),
+            *sandboxing.etc_mounts(self.home / "etc"),
+            Mount(str(self.host_dir), self._root_alias, writable=True),
+            Mount(str(self.home / "tmp"), "/tmp", writable=True),
+            Mount(str(grade), GRADE_MOUNT),
+            Mount(str(grade / RESULTS_SUBDIR), f"{GRADE_MOUNT}/{RESULTS_SUBDIR}", writable=True),
+        ]
 
     async def run(
         self,
@@ -322,22 +294,34 @@ class LocalBox(Box):
         workdir: str | None = None,
     ) -> CommandResult:
         """Run ``sh -c command`` in the box (or ``workdir``, mapped like any box path) in a
-        clean environment (PATH, HOME=box, LANG, PYTHONDONTWRITEBYTECODE=1, then ``env``),
-        stdout and stderr merged, network blocked. Output beyond ``max_output_bytes`` keeps
-        its head and tail. A timeout kills the command's process group and returns
-        ``timed_out=True`` with exit code 124 and the output so far."""
+        clean environment (PATH, HOME=the workdir, LANG, PYTHONDONTWRITEBYTECODE=1, the
+        grading area's variables, then ``env``), stdout and stderr merged. Output beyond
+        ``max_output_bytes`` keeps its head and tail. A timeout kills the command and returns
+        ``timed_out=True`` with exit code 124 and the output so far. Raises BoxError for a
+        bad ``workdir``, ``env`` or ``command``."""
         self._check_open()
         self._groups = {pgid for pgid in self._groups if _group_alive(pgid)}
-        cwd = self.resolve(workdir) if workdir is not None else self._dir
+        cwd = self.resolve(workdir) if workdir is not None else self.host_dir
         if not cwd.is_dir():
             raise BoxError(f"workdir {workdir!r} is not a directory in the box")
         full_env = {
             "PATH": _DEFAULT_PATH,
-            "HOME": str(self._dir),
+            "HOME": self.workdir,
+            "USER": "box",
+            "LOGNAME": "box",
             "LANG": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",
+            **self.grade_env(),
             **(env or {}),
         }
+        if self.sandbox is not None:
+            mounts = self.mounts()
+            argv = sandboxing.bwrap_argv(
+                self.sandbox, mounts, cwd=self._in_box(cwd), command=command, limits=self._limits
+            )
+            prepare = sandboxing.launcher(self.sandbox, mounts, self._limits)
+        else:
+            argv, prepare = ["/bin/sh", "-c", command], _unsandboxed_launcher(self._limits)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         output = _CappedOutput(self._max_output_bytes)
@@ -349,17 +333,16 @@ class LocalBox(Box):
         try:
             try:
                 proc = await asyncio.create_subprocess_exec(
-                    *self._launcher,
-                    command,
-                    cwd=cwd,
+                    *argv,
+                    cwd=cwd if self.sandbox is None else self.home,
                     env=full_env,
                     stdin=subprocess.DEVNULL,
                     stdout=write_fd,
                     stderr=write_fd,
                     start_new_session=True,
-                    preexec_fn=_die_with_parent,
+                    preexec_fn=prepare,
                 )
-            except OSError as exc:
+            except (OSError, ValueError, subprocess.SubprocessError) as exc:
                 raise BoxError(f"could not start the command: {exc}") from exc
             finally:
                 os.close(write_fd)
@@ -378,6 +361,48 @@ class LocalBox(Box):
         assert proc.returncode is not None
         return CommandResult(proc.returncode, output.text())
 
+    async def stage_grading(self, files: dict[str, bytes]) -> None:
+        """Write the grading area on the host; commands see it read-only."""
+        self._check_open()
+        grade = self.home / "grade"
+
+        def write() -> None:
+            for path, data in files.items():
+                target = grade / _safe_name(path)
+                target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+                target.write_bytes(data)
+                target.chmod(0o644)
+            for folder in (grade, *(p for p in grade.rglob("*") if p.is_dir())):
+                if folder.name != RESULTS_SUBDIR or folder.parent != grade:
+                    folder.chmod(0o755)
+
+        try:
+            await asyncio.to_thread(write)
+        except OSError as exc:
+            raise BoxError(f"cannot place the grading files: {exc.strerror or exc}") from exc
+
+    async def read_result(self, name: str, *, max_bytes: int) -> bytes | None:
+        self._check_open()
+        path = self.home / "grade" / RESULTS_SUBDIR / _safe_name(name)
+
+        def read() -> bytes | None:
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except FileNotFoundError:
+                return None
+            with os.fdopen(fd, "rb") as file:
+                info = os.fstat(file.fileno())
+                if not stat.S_ISREG(info.st_mode):
+                    raise BoxError(f"result {name!r} is not a regular file")
+                if info.st_size > max_bytes:
+                    raise BoxError(f"result {name!r} is larger than {max_bytes} bytes")
+                return file.read(max_bytes + 1)
+
+        try:
+            return await asyncio.to_thread(read)
+        except OSError as exc:
+            raise BoxError(f"cannot read result {name!r}: {exc.strerror or exc}") from exc
+
     async def read(self, path: str) -> bytes:
         target = self.resolve(path)
         try:
@@ -388,10 +413,15 @@ class LocalBox(Box):
     async def write(self, path: str, data: bytes) -> None:
         """Write ``data`` to ``path`` in the box, creating missing parent directories."""
         target = self.resolve(path)
+        owner = self.sandbox.host_uid if self.sandbox is not None else None
 
         def write() -> None:
+            made = [p for p in (target, *target.parents) if not p.exists()]
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+            if owner is not None:
+                for path in made:
+                    os.lchown(path, owner, owner)
 
         try:
             await asyncio.to_thread(write)
@@ -399,18 +429,41 @@ class LocalBox(Box):
             raise BoxError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
 
     async def close(self) -> None:
-        """Kill the box's remaining processes and remove its directory. Idempotent."""
+        """Kill the box's remaining processes and remove its folder. Idempotent."""
         if self._closed:
             return
         self._closed = True
         for pgid in self._groups:
             _killpg(pgid)
         self._groups.clear()
-        await asyncio.to_thread(shutil.rmtree, self._dir, True)
+        await asyncio.to_thread(_remove_tree, self.home)
 
 
 # ---------------------------------------------------------------------------------------------
 # The backend
+
+
+def _remove_tree(path: Path) -> None:
+    """``rmtree`` that also removes what a box made unreadable or unwritable to its owner."""
+
+    def retry(function: Callable[..., object], target: str, _: BaseException) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(target), 0o700)
+            if os.path.isdir(target) and not os.path.islink(target):
+                os.chmod(target, 0o700)
+            function(target)
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=retry)
+    else:
+        shutil.rmtree(path, onerror=lambda f, p, e: retry(f, p, e[1]))
+
+
+def _chown_tree(root: Path, uid: int) -> None:
+    os.lchown(root, uid, uid)
+    for folder, names, files in os.walk(root):
+        for name in (*names, *files):
+            os.lchown(os.path.join(folder, name), uid, uid)
 
 
 def _skip_unsafe(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
@@ -433,51 +486,73 @@ def _ignore_special(directory: str, names: list[str]) -> set[str]:
     return ignored
 
 
-def _unpack(checkpoint: str, source: Path, parent: str | None) -> Path:
+def _unpack(checkpoint: str, source: Path, tree: Path) -> None:
     try:
         is_dir = source.is_dir()
         if not is_dir:
             source.stat()
     except OSError as exc:
         raise BoxError(f"checkpoint {checkpoint!r}: {source}: {exc.strerror or exc}") from exc
-    if parent is not None:
-        os.makedirs(parent, exist_ok=True)
-    directory = Path(tempfile.mkdtemp(prefix="gg-box-", dir=parent))
     try:
         if is_dir:
-            shutil.copytree(
-                source, directory, symlinks=True, ignore=_ignore_special, dirs_exist_ok=True
-            )
+            shutil.copytree(source, tree, symlinks=True, ignore=_ignore_special)
         else:
+            tree.mkdir()
             with tarfile.open(source, "r:*") as archive:
-                archive.extractall(directory, filter=_skip_unsafe)
-        os.chmod(directory, 0o700)
+                archive.extractall(tree, filter=_skip_unsafe)
     except (OSError, shutil.Error, tarfile.TarError, EOFError, KeyError, zlib.error) as exc:
-        shutil.rmtree(directory, ignore_errors=True)
         what = "copy the directory" if is_dir else "unpack the archive"
         raise BoxError(f"checkpoint {checkpoint!r}: cannot {what} {source}: {exc}") from exc
-    return directory
 
 
-def _delete(path: Path) -> None:
-    if path.is_symlink() or not path.is_dir():
-        path.unlink(missing_ok=True)
+def _make_home(
+    checkpoint: str, source: Path, parent: str | None, alias: str, owner: int | None
+) -> Path:
+    """A box's host folder with the checkpoint unpacked into ``tree/``."""
+    if parent is not None:
+        os.makedirs(parent, exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix="gg-box-", dir=parent))
+    try:
+        _unpack(checkpoint, source, home / "tree")
+        for name in ("tmp", f"grade/{RESULTS_SUBDIR}"):
+            (home / name).mkdir(parents=True)
+        sandboxing.write_etc(home / "etc", alias)
+        (home / "grade").chmod(0o755)
+        (home / "tree").chmod(0o700)
+        if owner is not None:
+            for name in ("tree", "tmp", f"grade/{RESULTS_SUBDIR}"):
+                _chown_tree(home / name, owner)
+    except BaseException:
+        _remove_tree(home)
+        raise
+    return home
+
+
+def _delete(path: Path, root: Path) -> None:
+    """Delete the checkpoint at ``path``, which must lie inside ``root``."""
+    real_root = root.resolve()
+    normal = Path(os.path.abspath(path))
+    parent = normal.parent.resolve()
+    if not (parent == real_root or parent.is_relative_to(real_root)) or normal == real_root:
+        raise BoxError(f"refusing to delete {path}: not inside the checkpoint root {root}")
+    target = parent / normal.name
+    if target.is_symlink() or not target.is_dir():
+        target.unlink(missing_ok=True)
         return
-    if path == Path(path.anchor) or os.path.ismount(path) or path == Path.home():
-        raise BoxError(f"refusing to delete {path}: not a checkpoint directory")
-    shutil.rmtree(path)
+    shutil.rmtree(target)
 
 
 class LocalBackend(BoxBackend):
     """Restores ``local:/abs/path`` checkpoints (a ``.tar``/``.tar.gz``/``.tgz`` archive or a
-    directory) into fresh private directories under ``box_parent`` (default: the system
-    temp directory).
+    directory) into fresh private folders under ``box_parent`` (default: the system temp
+    directory).
 
-    ``root_alias`` is the absolute path that stands for the box directory in ``workdir``,
-    ``read`` and ``write`` (set it to the row's ``box_workdir``); None refuses absolute
-    paths. With ``require_network_isolation`` (default) a machine that cannot create network
-    namespaces makes ``restore`` raise BoxError; False runs commands with the host network
-    (logging a warning)."""
+    ``root_alias`` is the absolute path where the tree appears to commands and that stands
+    for it in ``workdir``, ``read`` and ``write`` (set it to the row's ``box_workdir``).
+    ``require_isolation`` (default) makes ``restore`` raise BoxError on a machine that cannot
+    run the sandbox; False runs commands unsandboxed (logging a warning). ``limits`` bound
+    every command. ``checkpoint_root``: the folder ``delete_checkpoints`` may delete in (None:
+    it deletes nothing)."""
 
     scheme = "local"
 
@@ -485,18 +560,23 @@ class LocalBackend(BoxBackend):
         self,
         *,
         box_parent: str | os.PathLike[str] | None = None,
-        root_alias: str | None = "/app",
-        require_network_isolation: bool = True,
+        root_alias: str = "/app",
+        require_isolation: bool = True,
+        limits: BoxLimits | None = None,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        checkpoint_root: str | os.PathLike[str] | None = None,
     ) -> None:
-        if root_alias is not None and not posixpath.isabs(root_alias):
-            raise ValueError(f"root_alias must be an absolute path, got {root_alias!r}")
+        normal = posixpath.normpath(root_alias) if posixpath.isabs(root_alias) else None
+        if normal is None or normal == "/":
+            raise ValueError(f"root_alias must be an absolute path below /, got {root_alias!r}")
         if max_output_bytes < 2:
             raise ValueError("max_output_bytes must be at least 2")
         self.box_parent = os.fspath(box_parent) if box_parent is not None else None
-        self.root_alias = root_alias
-        self.require_network_isolation = require_network_isolation
+        self.root_alias = normal
+        self.require_isolation = require_isolation
+        self.limits = limits or BoxLimits()
         self.max_output_bytes = max_output_bytes
+        self.checkpoint_root = Path(checkpoint_root) if checkpoint_root is not None else None
         self._warned = False
 
     def _local_path(self, checkpoint: str) -> Path:
@@ -510,37 +590,55 @@ class LocalBackend(BoxBackend):
             raise BoxError(f"checkpoint {checkpoint!r}: the path must be absolute")
         return Path(ref)
 
+    def _sandbox(self) -> Sandbox | None:
+        found = sandboxing.probe()
+        if found.sandbox is not None:
+            reserved = [
+                p
+                for p in sandboxing.reserved_paths()
+                if self.root_alias == p or self.root_alias.startswith(p.rstrip("/") + "/")
+            ]
+            if reserved:
+                raise BoxError(
+                    f"the box workdir {self.root_alias} lies in {reserved[0]}, which local "
+                    "boxes mount for themselves; give the row another box_workdir"
+                )
+            return found.sandbox
+        if self.require_isolation:
+            raise BoxError(
+                f"this machine cannot isolate local boxes ({found.reason}). {sandboxing.FIX_HINT}"
+            )
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "local boxes run candidate code WITHOUT ANY isolation (%s)", found.reason
+            )
+        return None
+
     async def restore(self, checkpoint: str) -> LocalBox:
         source = self._local_path(checkpoint)
-        isolation = await asyncio.to_thread(_detect_isolation)
-        if isolation.prefix is None:
-            if self.require_network_isolation:
-                raise BoxError(
-                    "this machine cannot block the network for local boxes "
-                    f"({isolation.reason}). Allow network namespaces (run as root, or enable "
-                    "unprivileged user namespaces), use prime boxes, or pass "
-                    "LocalBackend(require_network_isolation=False) to run candidate "
-                    "commands WITH network access."
-                )
-            if not self._warned:
-                self._warned = True
-                logger.warning("local boxes run WITHOUT network isolation (%s)", isolation.reason)
-        directory = await asyncio.to_thread(_unpack, checkpoint, source, self.box_parent)
+        sandbox = await asyncio.to_thread(self._sandbox)
+        owner = sandbox.host_uid if sandbox is not None else None
+        home = await asyncio.to_thread(
+            _make_home, checkpoint, source, self.box_parent, self.root_alias, owner
+        )
         return LocalBox(
-            directory,
-            launcher=_launcher(isolation),
+            home,
+            sandbox=sandbox,
             root_alias=self.root_alias,
+            limits=self.limits,
             max_output_bytes=self.max_output_bytes,
-            network_isolated=isolation.prefix is not None,
         )
 
     async def delete_checkpoints(self, checkpoints: list[str]) -> DeleteReport:
-        """Delete local archives/directories (a symlink is removed, not its target). A missing
-        checkpoint counts as deleted. Never raises."""
+        """Delete local archives/directories inside ``checkpoint_root`` (a symlink is removed,
+        not its target). A missing checkpoint counts as deleted. Never raises."""
         report = DeleteReport()
         for checkpoint in checkpoints:
             try:
-                await asyncio.to_thread(_delete, self._local_path(checkpoint))
+                if self.checkpoint_root is None:
+                    raise BoxError("no checkpoint root is configured, so nothing is deleted")
+                await asyncio.to_thread(_delete, self._local_path(checkpoint), self.checkpoint_root)
             except (BoxError, OSError) as exc:
                 report.failed[checkpoint] = str(exc)
             else:

@@ -35,6 +35,7 @@ from prime_sandboxes import (
 )
 
 from group_grade.boxes.base import (
+    RESULTS_SUBDIR,
     Box,
     BoxBackend,
     BoxError,
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+GRADE_DIR_PARENT = "/tmp"
+"""Where a prime box's grading area is made, under a random name."""
 TIMEOUT_EXIT_CODE = 124
 """``exit_code`` of a command killed by its timeout (as coreutils ``timeout``)."""
 KILL_GRACE_SECONDS = 5
@@ -136,6 +139,9 @@ class PrimeBox(Box):
         self.id = sandbox_id
         self.workdir = workdir
         self.checkpoint = checkpoint
+        self.grade_dir = f"{GRADE_DIR_PARENT}/grade-{uuid.uuid4().hex}"
+        """A fresh directory whose name the candidate could not predict (made by
+        ``stage_grading``)."""
         self._client = client
         self._closed = False
 
@@ -170,7 +176,7 @@ class PrimeBox(Box):
                 self.id,
                 script,
                 working_dir=self._path(workdir) if workdir is not None else self.workdir,
-                env=env,
+                env={**self.grade_env(), **(env or {})},
                 timeout=seconds + KILL_GRACE_SECONDS + _RPC_GRACE_SECONDS,
             )
         except CommandTimeoutError:
@@ -182,6 +188,36 @@ class PrimeBox(Box):
         if killed and time.monotonic() - started >= seconds:
             return CommandResult(TIMEOUT_EXIT_CODE, output, timed_out=True)
         return CommandResult(response.exit_code, output)
+
+    async def stage_grading(self, files: dict[str, bytes]) -> None:
+        """Make the grading area (``mkdir`` fails if anything is already there), upload the
+        files into it, then make it read-only."""
+        area = shlex.quote(self.grade_dir)
+        made = await self.run(
+            f"umask 022 && mkdir -m 0755 {area} && mkdir {area}/{RESULTS_SUBDIR}", timeout=60
+        )
+        if made.exit_code != 0:
+            raise BoxError(f"cannot make the grading area {self.grade_dir}: {made.output[-500:]}")
+        for path, data in files.items():
+            await self.write(f"{self.grade_dir}/{path}", data)
+        sealed = await self.run(
+            f"cd {area} && find . -path ./{RESULTS_SUBDIR} -prune -o -exec chmod a-w {{}} +",
+            timeout=60,
+        )
+        if sealed.exit_code != 0:
+            raise BoxError(f"cannot seal the grading area: {sealed.output[-500:]}")
+
+    async def read_result(self, name: str, *, max_bytes: int) -> bytes | None:
+        path = f"{self.grade_dir}/{RESULTS_SUBDIR}/{name}"
+        probe = await self.run(
+            f"test -f {shlex.quote(path)} && ! test -L {shlex.quote(path)}", timeout=60
+        )
+        if probe.exit_code != 0:
+            return None
+        data = await self.read(path)
+        if len(data) > max_bytes:
+            raise BoxError(f"result {name!r} is larger than {max_bytes} bytes")
+        return data
 
     async def read(self, path: str) -> bytes:
         self._check_open()

@@ -1,0 +1,192 @@
+"""The hidden tests of a row, run in a candidate's box with a result its code cannot fake by
+printing: the JUnit XML the run writes outside the candidate's tree, with the exit code.
+
+A row's ``hidden_test_command`` runs as given (its exit code is the result; a JUnit XML it
+writes to ``$GRADE_RESULTS/junit.xml`` adds the counts). Otherwise group-grade's own runner
+(``box_files/run_hidden_tests.py``) runs pytest over the privileged materials, ignoring the
+candidate's test configuration, and must leave a JUnit XML: a run without one did not pass.
+
+Code under test still runs inside the test process: a module that patches pytest at import
+time is out of reach of any runner; the grader's audit of the patch is what catches that.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Literal
+from xml.etree import ElementTree
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from group_grade.boxes.base import PRIVILEGED_SUBDIR, Box, BoxError, CommandResult
+from group_grade.data import GroupGradeData
+from group_grade.transcript import cut_middle
+
+RUNNER = "run_hidden_tests.py"
+RUNNER_CONFIG = "pytest.ini"
+JUNIT = "junit.xml"
+MAX_JUNIT_BYTES = 8 << 20
+MAX_FAILING_SHOWN = 20
+_DECLARATIONS = re.compile(rb"<!DOCTYPE|<!ENTITY", re.IGNORECASE)
+
+
+def grading_files(data: GroupGradeData) -> dict[str, bytes]:
+    """A box's grading area, relative to it: the privileged materials and the runner."""
+    runner = (Path(__file__).parent / "box_files" / RUNNER).read_bytes()
+    files = {RUNNER: runner, RUNNER_CONFIG: b"[pytest]\n"}
+    for path, content in data.privileged.items():
+        files[f"{PRIVILEGED_SUBDIR}/{path}"] = content.encode(errors="backslashreplace")
+    return files
+
+
+def hidden_test_command(data: GroupGradeData, grade_dir: str) -> str:
+    """The command that runs ``data``'s hidden tests in a box whose grading area is at
+    ``grade_dir``; it starts by removing any earlier result."""
+    clear = 'rm -f "$GRADE_RESULTS/junit.xml"'
+    if data.hidden_test_command is not None:
+        return f"{clear}\n{data.hidden_test_command}"
+    return f"{clear}\npython -I {shlex.quote(f'{grade_dir}/{RUNNER}')}"
+
+
+Status = Literal["passed", "failed", "not_run"]
+
+
+class JUnitCounts(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    tests: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    failing: list[str] = Field(default_factory=list)
+    """Ids (``classname::name``) of the tests that failed or errored."""
+
+
+def parse_junit(raw: bytes) -> JUnitCounts:
+    """The outcome of every ``testcase`` in a JUnit XML; ValueError when it is not one."""
+    if _DECLARATIONS.search(raw):
+        raise ValueError("the JUnit XML holds DOCTYPE or ENTITY declarations")
+    try:
+        root = ElementTree.fromstring(raw)
+    except ElementTree.ParseError as e:
+        raise ValueError(f"the JUnit XML does not parse: {e}") from e
+    if root.tag not in ("testsuites", "testsuite"):
+        raise ValueError(f"the JUnit XML's root is <{root.tag}>, not <testsuites>")
+    counts = {"tests": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    failing: list[str] = []
+    for case in root.iter("testcase"):
+        counts["tests"] += 1
+        kinds = {child.tag for child in case}
+        name = f"{case.get('classname', '')}::{case.get('name', '')}"
+        if "error" in kinds:
+            counts["errors"] += 1
+            failing.append(name)
+        elif "failure" in kinds:
+            counts["failed"] += 1
+            failing.append(name)
+        elif "skipped" in kinds:
+            counts["skipped"] += 1
+        else:
+            counts["passed"] += 1
+    return JUnitCounts(**counts, failing=failing)
+
+
+class HiddenTestRun(BaseModel):
+    """What ``run_hidden_tests`` found for one candidate (the tool answers this as JSON)."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    label: str
+    status: Status
+    """`passed`: exit code 0 and every test passed by the JUnit result; `failed`; `not_run`:
+    the tests could not be run in this box (the reason says why)."""
+    reason: str
+    """Why the status is what it is, in one line."""
+    exit_code: int | None = None
+    counts: JUnitCounts | None = None
+    """From the JUnit XML the run wrote (None: it wrote none)."""
+    command: str = ""
+    output: str = ""
+    """What the run printed (cut to head and tail). The candidate's code prints here too:
+    it is never evidence that a test passed."""
+
+
+def not_run(label: str, reason: str) -> HiddenTestRun:
+    return HiddenTestRun(label=label, status="not_run", reason=reason)
+
+
+def judge(
+    result: CommandResult,
+    junit: bytes | None,
+    *,
+    junit_required: bool,
+    timeout: float,
+) -> tuple[Status, str, JUnitCounts | None]:
+    """The status of one run from its exit code and JUnit XML (None: it wrote none)."""
+    counts: JUnitCounts | None = None
+    problem: str | None = None
+    if junit is not None:
+        try:
+            counts = parse_junit(junit)
+        except ValueError as e:
+            problem = str(e)
+    if result.timed_out:
+        return "failed", f"timed out after {timeout:g} s", counts
+    if problem is not None:
+        return "failed", f"unreadable result: {problem}", None
+    if counts is None:
+        if junit_required:
+            return (
+                "failed",
+                "the run wrote no JUnit result (it ended before pytest reported: a crash, "
+                "an exit or a kill in the code under test, or no pytest in the box)",
+                None,
+            )
+        if result.exit_code == 0:
+            return "passed", "exit code 0 (the declared command wrote no JUnit result)", None
+        return "failed", f"exit code {result.exit_code}", None
+    tally = (
+        f"{counts.passed} passed, {counts.failed} failed, {counts.errors} errors, "
+        f"{counts.skipped} skipped"
+    )
+    if counts.tests == 0:
+        return "failed", f"no tests ran (exit code {result.exit_code})", counts
+    if counts.failed or counts.errors:
+        return "failed", f"{tally} (exit code {result.exit_code})", counts
+    if result.exit_code != 0:
+        return "failed", f"exit code {result.exit_code}, although the JUnit says {tally}", counts
+    return "passed", f"{tally} (exit code 0)", counts
+
+
+async def run(
+    box: Box, data: GroupGradeData, label: str, *, timeout: float, output_cap: int
+) -> HiddenTestRun:
+    """Run ``data``'s hidden tests in ``label``'s box (its grading area already staged)."""
+    command = hidden_test_command(data, box.grade_dir)
+    try:
+        result = await box.run(
+            command, timeout=timeout, env=dict(data.box_env), workdir=data.box_workdir
+        )
+        junit = await box.read_result(JUNIT, max_bytes=MAX_JUNIT_BYTES)
+    except BoxError as e:
+        return not_run(label, f"the hidden tests could not be run in this box: {e}")
+    status, reason, counts = judge(
+        result,
+        junit,
+        junit_required=data.hidden_test_command is None,
+        timeout=timeout,
+    )
+    if counts is not None and len(counts.failing) > MAX_FAILING_SHOWN:
+        counts = counts.model_copy(update={"failing": counts.failing[:MAX_FAILING_SHOWN]})
+    return HiddenTestRun(
+        label=label,
+        status=status,
+        reason=reason,
+        exit_code=None if result.timed_out else result.exit_code,
+        counts=counts,
+        command=command,
+        output=cut_middle(result.output, output_cap),
+    )
