@@ -22,7 +22,9 @@ Behaviour:
   ``/x/y`` is ``<root>/sandboxes/<id>/fs/x/y`` for file transfers and working directories.
   Commands really run here (the SDK's ``/bin/bash -c <command>``) in a clean environment, in
   their own process group, killed at the Connect deadline (reported as
-  ``DEADLINE_EXCEEDED``). **Absolute paths inside command text refer to this machine.**
+  ``DEADLINE_EXCEEDED``), inside a bubblewrap jail whose root is the sandbox's directory (with
+  this machine's ``/usr`` and the test's Python mounted read-only), so absolute paths in a
+  command refer to the sandbox, as in a real one.
 - A checkpoint copies the sandbox directory; it is ``PENDING`` for
   ``checkpoint_pending_seconds`` (read when it is requested), then ``DURABLE``. It becomes the
   sandbox's "active tip"; a sandbox restored from a checkpoint has that checkpoint as its tip.
@@ -67,6 +69,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
+
+from group_grade.boxes import sandbox as sandboxing
 
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _READ_FILE_LIMIT = 10 * 1024 * 1024
@@ -212,6 +216,21 @@ class _RPCRouter:
 
 def _event(**kwargs: Any) -> Message:
     return pb.StartResponse(event=pb.CommandSessionEvent(**kwargs))
+
+
+def _jail(fs: Path, cwd: str) -> list[str]:
+    """bwrap argv running a program with ``fs`` as its root directory."""
+    found = sandboxing.probe().sandbox
+    if found is None:
+        raise RuntimeError(f"the fake Prime API needs bubblewrap: {sandboxing.probe().reason}")
+    argv = [found.bwrap, "--unshare-user", "--uid", "0", "--gid", "0", "--unshare-pid"]
+    argv += ["--die-with-parent", "--bind", str(fs), "/"]
+    for mount in sandboxing.system_mounts():
+        argv += ["--ro-bind", mount.source, mount.dest]
+    for name in sandboxing.SYSTEM_LINKS:
+        if os.path.islink(f"/{name}"):
+            argv += ["--symlink", os.readlink(f"/{name}"), f"/{name}"]
+    return [*argv, "--proc", "/proc", "--dev", "/dev", "--chdir", cwd, "--"]
 
 
 def _killpg(pgid: int) -> None:
@@ -726,7 +745,7 @@ class FakePrimeAPI:
             raise ConnectError(Code.FAILED_PRECONDITION, f"chdir {spec.cwd}: no such directory")
         env = {
             "PATH": _PATH,
-            "HOME": str(sandbox.fs / "root"),
+            "HOME": "/root",
             "LANG": "C.UTF-8",
             **(sandbox.request.get("environment_vars") or {}),
             **dict(spec.envs),
@@ -734,7 +753,9 @@ class FakePrimeAPI:
         loop = asyncio.get_running_loop()
         timeout_ms = ctx.timeout_ms
         deadline = loop.time() + timeout_ms / 1000 if timeout_ms is not None else None
+        inside = "/" + cwd.relative_to(sandbox.fs.resolve()).as_posix().removeprefix(".")
         proc = await asyncio.create_subprocess_exec(
+            *_jail(sandbox.fs, inside),
             spec.cmd,
             *spec.args,
             cwd=cwd,

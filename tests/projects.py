@@ -15,7 +15,9 @@ HIDDEN_TESTS = {
         "def test_add_negative():\n    assert add(-2, -3) == -5\n"
     )
 }
-HIDDEN_TEST_COMMAND = f"{sys.executable} -m pytest -q -p no:cacheprovider .grade/privileged/tests"
+HIDDEN_TEST_COMMAND = f'{sys.executable} -m pytest -q -p no:cacheprovider "$GRADE_PRIVILEGED/tests"'
+"""The hidden tests run by hand through ``candidate_shell`` (printed output, for tests of the
+shell; ``run_hidden_tests`` is what a grader trusts)."""
 
 
 async def snapshot(root: Path, name: str, calc: str) -> str:

@@ -16,9 +16,9 @@ import pytest
 from prime_sandboxes import AsyncSandboxClient, CreateSandboxRequest
 
 from group_grade.boxes import delete_checkpoints
-from group_grade.boxes.local import can_isolate_network
 from group_grade.boxes.prime import make_prime_checkpoint
 from group_grade.data import Candidate, GroupGradeData
+from group_grade.hidden_tests import HiddenTestRun, JUnitCounts
 from group_grade.toolset import GradeToolset, GradeToolsetConfig
 from tests.fake_prime_api import FakePrimeAPI
 from tests.projects import BUGGY, FIXED, HIDDEN_TEST_COMMAND, HIDDEN_TESTS, snapshot
@@ -42,7 +42,6 @@ async def toolset(tmp_path: Path, **config) -> GradeToolset:
     tools = GradeToolset(
         GradeToolsetConfig(
             box_parent=str(boxes),
-            require_network_isolation=can_isolate_network(),
             **{"prefetch": False, **config},
         )
     )
@@ -65,6 +64,33 @@ async def test_hidden_tests_pass_in_the_fixed_box_and_fail_in_the_buggy_one(tmp_
     assert tools.state.restore_seconds > 0
     await tools._exit_stack.aclose()
     assert open_boxes(tmp_path) == []
+
+
+@pytest.mark.anyio
+async def test_run_hidden_tests_answers_the_junit_result_as_json(tmp_path: Path):
+    tools = await toolset(tmp_path)
+    fixed = HiddenTestRun.model_validate_json(await tools.run_hidden_tests("c01"))
+    buggy = HiddenTestRun.model_validate_json(await tools.run_hidden_tests("c02"))
+    no_box = HiddenTestRun.model_validate_json(await tools.run_hidden_tests("c04"))
+    broken = HiddenTestRun.model_validate_json(await tools.run_hidden_tests("c05"))
+    unknown = HiddenTestRun.model_validate_json(await tools.run_hidden_tests("c09"))
+    assert (fixed.status, fixed.exit_code, fixed.counts) == (
+        "passed",
+        0,
+        JUnitCounts(tests=2, passed=2),
+    )
+    assert fixed.reason == "2 passed, 0 failed, 0 errors, 0 skipped (exit code 0)"
+    assert (buggy.status, buggy.exit_code) == ("failed", 1)
+    assert buggy.counts == JUnitCounts(
+        tests=2,
+        failed=2,
+        failing=["tests.test_hidden::test_add", "tests.test_hidden::test_add_negative"],
+    )
+    assert "assert -1 == 5" in buggy.output
+    assert no_box.status == "not_run" and "no box" in no_box.reason
+    assert broken.status == "not_run" and "missing.tar.gz" in broken.reason
+    assert unknown.status == "not_run" and unknown.reason == "unknown label"
+    await tools._exit_stack.aclose()
 
 
 @pytest.mark.anyio
@@ -96,7 +122,6 @@ async def test_the_lru_bound_closes_the_least_recently_used_box(tmp_path: Path):
 
 
 @pytest.mark.anyio
-@pytest.mark.skipif(not can_isolate_network(), reason="this machine cannot make network namespaces")
 async def test_a_command_cannot_reach_the_network(tmp_path: Path):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))

@@ -13,6 +13,7 @@ import socket
 import sys
 import tarfile
 import time
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -21,12 +22,11 @@ import pytest
 from verifiers.v1.runtimes.base import ProgramResult, Runtime
 from verifiers.v1.runtimes.subprocess import SubprocessConfig, SubprocessRuntime
 
-from group_grade.boxes import local
+from group_grade.boxes import local, sandbox
 from group_grade.boxes.base import BoxError
 from group_grade.boxes.local import (
     LocalBackend,
     LocalBox,
-    can_isolate_network,
     make_local_checkpoint,
     make_local_checkpoint_from_runtime,
 )
@@ -58,12 +58,7 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def backend(tmp_path: Path) -> LocalBackend:
-    # On a machine without network namespaces the isolation tests skip; the rest still run.
-    return LocalBackend(
-        box_parent=tmp_path / "boxes",
-        require_network_isolation=can_isolate_network(),
-        max_output_bytes=1024 * 1024,
-    )
+    return LocalBackend(box_parent=tmp_path / "boxes", max_output_bytes=1024 * 1024)
 
 
 @pytest.fixture
@@ -81,22 +76,41 @@ def archive_path(checkpoint: str) -> Path:
     return Path(checkpoint.removeprefix("local:"))
 
 
-# The shell's own pid as the host sees it ($$ and $! are namespace-local in a box).
-HOST_PID = "read -r host_pid _ < /proc/self/stat; echo $host_pid"
+def sleeper() -> str:
+    """A ``sleep`` argument no other process on this machine has: it names the process."""
+    return f"{uuid.uuid4().int % 10**7 + 1000}.5"
 
 
-def process_gone(pid: int, within: float = 5.0) -> bool:
-    """Whether ``pid`` has exited (gone or a zombie) within ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
+def host_pids(token: str) -> list[int]:
+    """Live host processes running ``sleep token`` (zombies excluded)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes() != f"sleep\0{token}\0".encode():
+                continue
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state in ("Z", "X"):
-            return True
+        except OSError:
+            continue
+        if state not in ("Z", "X"):
+            found.append(int(pid))
+    return found
+
+
+def gone(token: str, within: float = 5.0) -> bool:
+    """Whether every ``sleep token`` process has exited within ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while host_pids(token):
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.05)
-    return False
+    return True
+
+
+async def wait_started(token: str) -> None:
+    deadline = time.monotonic() + 10
+    while not host_pids(token):
+        assert time.monotonic() < deadline, f"sleep {token} never started"
+        await asyncio.sleep(0.05)
 
 
 # --- snapshots -------------------------------------------------------------------------------
@@ -180,8 +194,8 @@ async def test_hidden_tests_pass_in_fixed_box_and_fail_in_buggy_box(
 
 @pytest.mark.anyio
 async def test_restored_box_is_private_copy_with_modes(box: LocalBox, project: Path) -> None:
-    workdir = Path(box.workdir)
-    assert workdir.name.startswith("gg-box-")
+    workdir = box.host_dir
+    assert box.home.name.startswith("gg-box-") and box.workdir == "/app"
     assert (workdir.stat().st_mode & 0o777) == 0o700
     assert (workdir / "calc" / "ops.py").read_text() == BUGGY
     assert (workdir / ".git" / "HEAD").is_file()
@@ -211,7 +225,7 @@ async def test_boxes_from_one_checkpoint_are_independent(
         first = await backend.restore(checkpoint)
         second = await backend.restore(checkpoint)
         try:
-            assert first.workdir != second.workdir
+            assert first.host_dir != second.host_dir
             await first.write("calc/ops.py", b"changed\n")
             await first.run("rm run.sh", timeout=10)
             assert await second.read("calc/ops.py") == BUGGY.encode()
@@ -230,7 +244,7 @@ async def test_directory_checkpoint_restores_a_copy(backend: LocalBackend, proje
             assert await box.read("calc/ops.py") == BUGGY.encode()
             await box.write("calc/ops.py", FIXED.encode())
             assert (project / "calc" / "ops.py").read_text() == BUGGY
-            assert (Path(box.workdir).stat().st_mode & 0o777) == 0o700
+            assert (box.host_dir.stat().st_mode & 0o777) == 0o700
         finally:
             await box.close()
 
@@ -246,7 +260,7 @@ async def test_output_is_merged_and_environment_is_clean(
         invalid = await box.run("printf '\\377ok'", timeout=10)
     assert merged.output == "out\nerr\nout2\n"
     lines = set(env.output.splitlines())
-    assert f"HOME={box.workdir}" in lines
+    assert "HOME=/app" in lines and f"GRADE_PRIVILEGED={box.privileged_dir}" in lines
     assert "GIVEN=yes" in lines
     assert "PYTHONDONTWRITEBYTECODE=1" in lines
     assert "s3cret" not in env.output
@@ -255,12 +269,12 @@ async def test_output_is_merged_and_environment_is_clean(
 
 @pytest.mark.anyio
 async def test_workdir_mapping(box: LocalBox) -> None:
-    (Path(box.workdir) / "calc" / "sub").mkdir()
+    (box.host_dir / "calc" / "sub").mkdir()
     with anyio.fail_after(30):
         for workdir in ("/app/calc/sub", "calc/sub", "/app/calc/../calc/sub"):
             result = await box.run("pwd", timeout=10, workdir=workdir)
-            assert result.output == f"{box.workdir}/calc/sub\n"
-        assert (await box.run("pwd", timeout=10, workdir="/app")).output == f"{box.workdir}\n"
+            assert result.output == "/app/calc/sub\n"
+        assert (await box.run("pwd", timeout=10, workdir="/app")).output == "/app\n"
         for bad in ("/etc", "/application", "..", "/app/../etc"):
             with pytest.raises(BoxError, match="outside the box"):
                 await box.run("pwd", timeout=10, workdir=bad)
@@ -270,15 +284,14 @@ async def test_workdir_mapping(box: LocalBox) -> None:
 
 @pytest.mark.anyio
 async def test_root_alias_is_configurable(project: Path, tmp_path: Path) -> None:
-    backend = LocalBackend(
-        box_parent=tmp_path / "boxes",
-        root_alias="/testbed",
-        require_network_isolation=can_isolate_network(),
-    )
+    backend = LocalBackend(box_parent=tmp_path / "boxes", root_alias="/testbed")
     with anyio.fail_after(60):
         box = await backend.restore(f"local:{project}")
         try:
             assert await box.read("/testbed/calc/ops.py") == BUGGY.encode()
+            assert (await box.run("pwd; cat calc/ops.py", timeout=10)).output.startswith(
+                "/testbed\ndef add"
+            )
             with pytest.raises(BoxError, match="must be under /testbed"):
                 await box.read("/app/calc/ops.py")
         finally:
@@ -289,7 +302,7 @@ async def test_root_alias_is_configurable(project: Path, tmp_path: Path) -> None
 async def test_path_escapes_raise(box: LocalBox, tmp_path: Path) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("host file")
-    (Path(box.workdir) / "link").symlink_to(tmp_path)
+    (box.host_dir / "link").symlink_to(tmp_path)
     with anyio.fail_after(30):
         for path in ("../outside.txt", "/etc/passwd", "/app/../outside.txt", "link/outside.txt"):
             with pytest.raises(BoxError, match="outside the box"):
@@ -298,7 +311,7 @@ async def test_path_escapes_raise(box: LocalBox, tmp_path: Path) -> None:
                 await box.write(path, b"x")
         with pytest.raises(BoxError, match="cannot read"):
             await box.read("missing.txt")
-        (Path(box.workdir) / "loop").symlink_to("loop")
+        (box.host_dir / "loop").symlink_to("loop")
         with pytest.raises(BoxError, match="loop"):
             await box.read("loop")
     assert outside.read_text() == "host file"
@@ -319,9 +332,7 @@ else:
 
 @pytest.mark.anyio
 async def test_commands_cannot_reach_the_network(box: LocalBox) -> None:
-    if not can_isolate_network():
-        pytest.skip("this machine cannot create network namespaces")
-    assert box.network_isolated
+    assert box.isolated
     await box.write("connect.py", CONNECT.encode())
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
@@ -337,18 +348,16 @@ async def test_commands_cannot_reach_the_network(box: LocalBox) -> None:
 
 
 @pytest.mark.anyio
-async def test_timeout_kills_the_process_group_and_keeps_partial_output(box: LocalBox) -> None:
-    started = time.monotonic()
+async def test_timeout_kills_every_process_and_keeps_partial_output(box: LocalBox) -> None:
+    token = sleeper()
+    began = time.monotonic()
     with anyio.fail_after(30):
-        result = await box.run(
-            f"sh -c '{HOST_PID}; exec sleep 300' & sleep 0.2; echo started; sleep 30", timeout=1
-        )
-    assert time.monotonic() - started < 10
+        result = await box.run(f"sleep {token} & sleep 0.2; echo started; sleep 30", timeout=1)
+    assert time.monotonic() - began < 10
     assert result.timed_out
     assert result.exit_code == local.TIMEOUT_EXIT_CODE
-    child, started_line = result.output.split()[:2]
-    assert started_line == "started"
-    assert process_gone(int(child))
+    assert result.output == "started\n"
+    assert gone(token)
 
 
 @pytest.mark.anyio
@@ -387,24 +396,16 @@ async def test_huge_output_is_capped_without_hanging(box: LocalBox) -> None:
     assert "bytes of output dropped" in result.output
 
 
-async def wait_for_pid(pid_file: Path) -> int:
-    deadline = time.monotonic() + 10
-    while not pid_file.exists() or not pid_file.read_text().strip():
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.05)
-    return int(pid_file.read_text())
-
-
 @pytest.mark.anyio
 async def test_close_kills_processes_removes_directory_and_is_idempotent(box: LocalBox) -> None:
+    token = sleeper()
     with anyio.fail_after(30):
-        running = asyncio.ensure_future(box.run(f"{HOST_PID} > pid; sleep 300", timeout=60))
-        pid = await wait_for_pid(Path(box.workdir) / "pid")
-        assert not process_gone(pid, within=0.2)
-        workdir = Path(box.workdir)
+        running = asyncio.ensure_future(box.run(f"sleep {token}", timeout=60))
+        await wait_started(token)
+        home = box.home
         await box.close()
-        assert not workdir.exists()
-        assert process_gone(pid)
+        assert not home.exists()
+        assert gone(token)
         await asyncio.gather(running, return_exceptions=True)
         await box.close()
         with pytest.raises(BoxError, match="closed"):
@@ -415,35 +416,31 @@ async def test_close_kills_processes_removes_directory_and_is_idempotent(box: Lo
 
 @pytest.mark.anyio
 async def test_a_killed_launcher_takes_the_whole_command_with_it(box: LocalBox) -> None:
-    """What happens when the tool server dies mid-command: its launcher is killed
-    (PR_SET_PDEATHSIG) and, in a PID namespace, the kernel kills every process inside."""
-    if (
-        not local._detect_isolation().prefix
-        or "--kill-child" not in local._detect_isolation().prefix
-    ):
-        pytest.skip("this machine cannot make PID namespaces for local boxes")
+    """What happens when the tool server dies mid-command: its launcher (bwrap) is killed,
+    and with it the box's PID namespace and every process in it."""
+    token = sleeper()
     with anyio.fail_after(30):
-        command = f"sh -c '{HOST_PID} > bgpid; exec sleep 300' & {HOST_PID} > pid; sleep 300"
+        command = f"(setsid sleep {token} &); sleep {token}"
         running = asyncio.ensure_future(box.run(command, timeout=60))
-        workdir = Path(box.workdir)
-        pid, background = await wait_for_pid(workdir / "pid"), await wait_for_pid(workdir / "bgpid")
+        await wait_started(token)
+        while len(host_pids(token)) < 2:
+            await asyncio.sleep(0.05)
         (launcher,) = box._groups
         os.kill(launcher, signal.SIGKILL)
-        assert process_gone(pid) and process_gone(background)
+        assert gone(token)
         await asyncio.gather(running, return_exceptions=True)
 
 
 @pytest.mark.anyio
 async def test_cancelled_run_kills_the_command(box: LocalBox) -> None:
-    pid_file = Path(box.workdir) / "pid"
-
+    token = sleeper()
     with anyio.fail_after(30):
-        task = asyncio.ensure_future(box.run(f"{HOST_PID} > pid; sleep 300", timeout=60))
-        pid = await wait_for_pid(pid_file)
+        task = asyncio.ensure_future(box.run(f"sleep {token}", timeout=60))
+        await wait_started(token)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-    assert process_gone(pid)
+    assert gone(token)
 
 
 # --- restore errors --------------------------------------------------------------------------
@@ -484,7 +481,7 @@ async def test_unsafe_archive_members_are_skipped(backend: LocalBackend, tmp_pat
         box = await backend.restore(f"local:{archive}")
     try:
         # an absolute name loses its leading "/" and stays inside; the rest is skipped
-        assert sorted(os.listdir(box.workdir)) == ["abs-evil.txt", "ok.txt"]
+        assert sorted(os.listdir(box.host_dir)) == ["abs-evil.txt", "ok.txt"]
         assert not (tmp_path / "boxes" / "evil.txt").exists()
         assert not (tmp_path / "evil.txt").exists()
         assert not Path("/abs-evil.txt").exists()
@@ -493,47 +490,85 @@ async def test_unsafe_archive_members_are_skipped(backend: LocalBackend, tmp_pat
 
 
 @pytest.mark.anyio
-async def test_without_network_isolation(
+async def test_without_isolation_it_refuses_unless_told_to_run_unisolated(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    unavailable = local._Isolation(None, None, "`unshare -n true` failed: Operation not permitted")
-    monkeypatch.setattr(local, "_detect_isolation", lambda: unavailable)
+    refused = sandbox.Probe(None, "bwrap: setting up uid map: Permission denied")
+    monkeypatch.setattr(sandbox, "probe", lambda: refused)
     strict = LocalBackend(box_parent=tmp_path / "boxes")
-    with pytest.raises(BoxError, match="cannot block the network") as raised:
+    with pytest.raises(BoxError, match="cannot isolate local boxes") as raised:
         await strict.restore(f"local:{project}")
-    assert "require_network_isolation=False" in str(raised.value)
-    lenient = LocalBackend(box_parent=tmp_path / "boxes", require_network_isolation=False)
+    assert "setting up uid map" in str(raised.value)
+    assert "user.max_user_namespaces" in str(raised.value)
+    assert "require-isolation" in str(raised.value)
+    lenient = LocalBackend(box_parent=tmp_path / "boxes", require_isolation=False)
     with caplog.at_level(logging.WARNING, logger=local.__name__), anyio.fail_after(30):
         box = await lenient.restore(f"local:{project}")
         try:
-            assert not box.network_isolated
-            assert (await box.run("echo plain", timeout=10)).output == "plain\n"
+            assert not box.isolated
+            assert (await box.run("echo plain; pwd", timeout=10)).output == (
+                f"plain\n{box.host_dir}\n"
+            )
         finally:
             await box.close()
-    assert "WITHOUT network isolation" in caplog.text
+    assert "WITHOUT ANY isolation" in caplog.text
+
+
+@pytest.mark.anyio
+async def test_a_workdir_in_a_system_folder_is_refused(project: Path, tmp_path: Path) -> None:
+    for alias in ("/usr/src/app", "/grade", "/grade/x", "/tmp/app", "/proc/x"):
+        with pytest.raises(BoxError, match="mount for themselves"):
+            await LocalBackend(box_parent=tmp_path / "boxes", root_alias=alias).restore(
+                f"local:{project}"
+            )
 
 
 # --- deleting checkpoints --------------------------------------------------------------------
 
 
 @pytest.mark.anyio
-async def test_delete_checkpoints(backend: LocalBackend, project: Path, tmp_path: Path) -> None:
+async def test_delete_checkpoints_only_inside_the_checkpoint_root(
+    project: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "ckpt"
+    backend = LocalBackend(checkpoint_root=root)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (root / "link-to-victim").parent.mkdir(parents=True)
+    (root / "link-to-victim").symlink_to(victim)
     with anyio.fail_after(60):
-        first = await make_local_checkpoint(project, tmp_path / "ckpt")
-        second = await make_local_checkpoint(project, tmp_path / "ckpt")
-        copied = tmp_path / "dir-checkpoint"
+        first = await make_local_checkpoint(project, root)
+        second = await make_local_checkpoint(project, root)
+        copied = root / "dir-checkpoint"
         shutil.copytree(project, copied)
-        missing = f"local:{tmp_path / 'gone.tar.gz'}"
+        missing = f"local:{root / 'gone.tar.gz'}"
+        escapes = [f"local:{root}/../victim", f"local:{victim}", f"local:{root}"]
         report = await backend.delete_checkpoints(
-            [first, second, missing, f"local:{copied}", "prime:abc", "local:relative"]
+            [
+                first,
+                second,
+                missing,
+                f"local:{copied}",
+                f"local:{root}/link-to-victim",
+                *escapes,
+                "prime:abc",
+                "local:relative",
+            ]
         )
-    assert report.deleted == [first, second, missing, f"local:{copied}"]
-    assert sorted(report.failed) == ["local:relative", "prime:abc"]
+        unrooted = await LocalBackend().delete_checkpoints([f"local:{copied}"])
+    assert report.deleted == [
+        first,
+        second,
+        missing,
+        f"local:{copied}",
+        f"local:{root}/link-to-victim",
+    ]
+    assert sorted(report.failed) == sorted([*escapes, "local:relative", "prime:abc"])
+    assert all("not inside the checkpoint root" in report.failed[e] for e in escapes)
     assert report.retry_later == []
-    assert not archive_path(first).exists()
-    assert not archive_path(second).exists()
-    assert not copied.exists()
-    assert project.is_dir()
+    assert not archive_path(first).exists() and not archive_path(second).exists()
+    assert not copied.exists() and victim.is_dir() and project.is_dir()
+    assert unrooted.deleted == [] and "no checkpoint root" in unrooted.failed[f"local:{copied}"]
 
 
 # --- checkpoints of verifiers runtimes -------------------------------------------------------

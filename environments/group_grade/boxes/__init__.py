@@ -80,10 +80,13 @@ async def save_checkpoint(
     return checkpoint
 
 
-async def delete_checkpoints(checkpoints: Iterable[str]) -> DeleteReport:
-    """Delete checkpoints of any backend; never raises. Ids refused for now (a Prime
-    checkpoint still pending, or in use by a live restored box) come back in
-    ``retry_later``; malformed ones in ``failed``."""
+async def delete_checkpoints(
+    checkpoints: Iterable[str], *, local_root: str | Path | None = None
+) -> DeleteReport:
+    """Delete checkpoints of any backend; never raises. A ``local:`` checkpoint is deleted
+    only inside ``local_root`` (None: none is). Ids refused for now (a Prime checkpoint still
+    pending, or in use by a live restored box) come back in ``retry_later``; malformed ones,
+    and local ones outside the root, in ``failed`` with the reason."""
     by_scheme: dict[str, list[str]] = {}
     report = DeleteReport()
     for checkpoint in checkpoints:
@@ -95,7 +98,8 @@ async def delete_checkpoints(checkpoints: Iterable[str]) -> DeleteReport:
         by_scheme.setdefault(scheme, []).append(checkpoint)
 
     async def delete(scheme: str, ids: list[str]) -> DeleteReport:
-        backend = backend_for(scheme)
+        options = {"checkpoint_root": local_root} if scheme == "local" else {}
+        backend = backend_for(scheme, **options)
         try:
             return await backend.delete_checkpoints(ids)
         finally:
