@@ -25,12 +25,12 @@ async def test_a_subprocess_rollout_box_becomes_a_local_checkpoint(boxes: Path, 
     assert trace.info["checkpoint"] == checkpoint and checkpoint.startswith("local:")
     data, _ = GroupGradeData.from_traces([trace, simple_trace(2, reward=0.0)], group_id="g")
     assert checkpoint in [c.checkpoint for c in data.candidates]
-    box = await backend_for("local", require_network_isolation=False).restore(checkpoint)
+    box = await backend_for("local").restore(checkpoint)
     try:
         assert (await box.read("calc.py")).startswith(b"def add")
     finally:
         await box.close()
-    report = await delete_checkpoints([checkpoint, "nonsense"])
+    report = await delete_checkpoints([checkpoint, "nonsense"], local_root=tmp_path / "ckpt")
     assert report.deleted == [checkpoint] and "nonsense" in report.failed
     assert not Path(checkpoint.removeprefix("local:")).exists()
 

@@ -18,6 +18,7 @@ from group_grade.advantages import gar_records
 from group_grade.boxes.prime import make_prime_checkpoint
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.data import Candidate, GroupGradeData
+from group_grade.hidden_tests import HiddenTestRun
 from group_grade.verdict import GroupVerdict
 from tests.fake_prime_api import FakePrimeAPI
 from tests.grading import KEY_VAR, env_config, grade, shell, submit, vf_eval, write_rows
@@ -225,11 +226,10 @@ async def test_the_grader_runs_hidden_tests_in_two_restored_boxes(boxes: Path, t
         ],
     )
     rows = write_rows(tmp_path / "rows.jsonl", data)
-    run_hidden = "python3 -m pytest -q -p no:cacheprovider --noconftest .grade/privileged/tests"
     script = ScriptedModel(
         [
-            Reply(tool_calls=[("candidate_shell", {"label": "c01", "command": run_hidden})]),
-            Reply(tool_calls=[("candidate_shell", {"label": "c02", "command": run_hidden})]),
+            Reply(tool_calls=[("run_hidden_tests", {"label": "c01"})]),
+            Reply(tool_calls=[("run_hidden_tests", {"label": "c02"})]),
             submit({"candidates": [{"label": "c01"}, {"label": "c02"}], "ranking": [["c01"]]}),
         ]
     )
@@ -237,9 +237,9 @@ async def test_the_grader_runs_hidden_tests_in_two_restored_boxes(boxes: Path, t
         episode = await grade(server, rows, tmp_path / "out")
     (trace,) = episode.traces
     assert episode.ok, (trace.stop_condition, trace.errors)
-    first, second = tool_results(server.requests[-1])
-    assert "2 passed" in first and first.endswith("[exit code 0]")
-    assert "2 failed" in second and second.endswith("[exit code 1]")
+    first, second = map(HiddenTestRun.model_validate_json, tool_results(server.requests[-1]))
+    assert (first.status, first.counts and first.counts.passed) == ("passed", 2)
+    assert (second.status, second.counts and second.counts.failed) == ("failed", 2)
     assert trace.metrics["restores"] == 2.0 and trace.metrics["restore_seconds"] > 0
     assert advantages(trace) == {"c01": 0.5, "c02": -0.5}
 

@@ -141,6 +141,7 @@ TARGET_EXPONENT = 1.1
 TARGET_PROMPT_BYTES = 8 * KB
 TARGET_DIGEST_BYTES = 8 * KB
 TARGET_STAGING_RATIO = 2.0
+TARGET_SANDBOX_RATIO = 1.5
 
 
 # ---------------------------------------------------------------------------------------------
@@ -721,9 +722,14 @@ def _project(root: Path, files: int, seed: int = 7) -> Path:
 
 
 async def measure_restores(settings: Settings, scratch: Path) -> dict[str, Any]:
-    from group_grade.boxes.local import can_isolate_network, make_local_checkpoint
+    """4b: restores and first answers in local boxes, sandboxed (bubblewrap) as they run, and
+    the same unsandboxed (``require_isolation=False`` on a machine made to look unable to
+    sandbox) for the cost of the sandbox."""
+    from unittest import mock
+
+    from group_grade.boxes import sandbox
+    from group_grade.boxes.local import isolation_problem, make_local_checkpoint
     from group_grade.data import Candidate
-    from group_grade.toolset import GradeToolset, GradeToolsetConfig
     from tests.projects import HIDDEN_TESTS
 
     tree = _project(scratch / "project", settings.project_files)
@@ -741,16 +747,31 @@ async def measure_restores(settings: Settings, scratch: Path) -> dict[str, Any]:
             for i in range(1, count + 1)
         ],
     )
-    labels = row.labels[: settings.restore_ks]
-    isolate = can_isolate_network()
+    problem = isolation_problem()
+    if problem is not None:
+        raise RuntimeError(f"4b needs sandboxed local boxes: {problem}")
     out: dict[str, Any] = {
         "project_files": settings.project_files + 2,
         "project_bytes": tree_bytes,
         "archive_bytes": archive_bytes,
-        "network_isolated": isolate,
         "think_s": settings.think_seconds,
         "max_open_boxes": settings.restore_ks,
     }
+    out |= await _restore_modes(settings, scratch / "bwrap", row, isolated=True)
+    unavailable = sandbox.Probe(None, "benchmark baseline: no sandbox")
+    with mock.patch.object(sandbox, "probe", lambda: unavailable):
+        out["unsandboxed"] = await _restore_modes(settings, scratch / "none", row, isolated=False)
+    return out
+
+
+async def _restore_modes(
+    settings: Settings, scratch: Path, row: GroupGradeData, *, isolated: bool
+) -> dict[str, Any]:
+    """Both prefetch modes of 4b, each repeated ``settings.restore_repeats`` times."""
+    from group_grade.toolset import GradeToolset, GradeToolsetConfig
+
+    labels = row.labels[: settings.restore_ks]
+    out: dict[str, Any] = {}
     for prefetch in (False, True):
         runs: list[dict[str, Any]] = []
         for i in range(settings.restore_repeats):
@@ -760,7 +781,7 @@ async def measure_restores(settings: Settings, scratch: Path) -> dict[str, Any]:
                     box_parent=str(parent),
                     prefetch=prefetch,
                     max_open_boxes=settings.restore_ks,
-                    require_network_isolation=isolate,
+                    require_isolation=isolated,
                 )
             )
             started = time.perf_counter()
@@ -773,7 +794,7 @@ async def measure_restores(settings: Settings, scratch: Path) -> dict[str, Any]:
                 call = time.perf_counter()
                 answer = await tools.shell(label, "true")
                 done = time.perf_counter()
-                if not answer.endswith("[exit code 0]"):
+                if "exit code 0" not in answer:
                     raise RuntimeError(f"candidate_shell({label}) failed: {answer}")
                 latencies.append(done - call)
                 answers.append(done - asked)
@@ -927,6 +948,11 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     # A prefetched box pays no restore: it was open before the call, and the call took no
     # longer than a command in a box already in use plus half a restore (noise margin).
     no_restore_paid = pre["all_open_before_call"] and worst_prefetched <= warm + restore / 2
+    bare = restores["unsandboxed"]
+    bare_worst = max(bare["prefetch"]["call_latency_median_s"])
+    bare_restore = bare["no_prefetch"]["restore_median_s"]
+    sandbox_ratio = worst_prefetched / bare_worst
+    restore_ratio = restore / bare_restore
     return [
         (
             f"1. pure pipeline per group, N={n} T={t} (x floor)",
@@ -976,6 +1002,15 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             f"{_ms(max(no_pre['call_latency_median_s']))})",
             "prefetched box pays no restore",
             _mark(no_restore_paid),
+        ),
+        (
+            "4c. the sandbox's cost: 4b's worst prefetched first answer and its restore, "
+            "bubblewrap / unsandboxed",
+            f"{sandbox_ratio:.2f}x first answer ({_ms(worst_prefetched)} vs "
+            f"{_ms(bare_worst)}), {restore_ratio:.2f}x restore ({_ms(restore)} vs "
+            f"{_ms(bare_restore)})",
+            f"<= {TARGET_SANDBOX_RATIO:g}x",
+            _mark(max(sandbox_ratio, restore_ratio) <= TARGET_SANDBOX_RATIO),
         ),
         (
             f"5. peak RSS grading {memory['rows']} rows, N={memory['n']} T={memory['t']}",
@@ -1090,7 +1125,7 @@ def render_report(results: dict[str, Any]) -> str:
         f"{restores['project_bytes'] / MB:.1f} MB project, {_kb(restores['archive_bytes'])} "
         f"archive; restore {_ms(no_pre['restore_median_s'])}; the grader's first tool call "
         f"{restores['think_s']:g} s after setup, then one call per candidate; "
-        f"network isolated: {'yes' if restores['network_isolated'] else 'no'}):",
+        "bubblewrap sandbox):",
         "",
         _table(
             ("k", "no prefetch: k-th answer", "its call", "prefetch: k-th answer", "its call"),
