@@ -12,6 +12,7 @@ import itertools
 import json
 import os
 import re
+import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
@@ -70,6 +71,7 @@ __all__ = ["GraderHarness", "SolveTaskset"]
 FIRST_TURN = "I will run the tests first."
 SECRET = "assert solve() == 'SECRET-7f3a-hidden-expected'"
 LISTING = re.compile(r"^- (c\d+): (passed|failed) ", re.MULTILINE)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def solver_policy() -> Callable[[dict[str, Any]], Reply]:
@@ -309,3 +311,46 @@ def test_the_inspector_prints_a_grade_trace(pipeline: Pipeline) -> None:
         assert expected in text, (expected, text)
     with pytest.raises(LookupError):
         inspect_grade.find_grade_trace(read_traces(pipeline.solve_traces))
+
+
+def strip_marks(episode: dict[str, Any], how: str) -> dict[str, Any]:
+    """A grade episode with the marks an export used to rely on removed: ``info.kind``,
+    ``info.group_id`` and the task data's ``group_id`` (``marks``); or everything that says
+    group-grade save what the grader did (``all``): task type and data, info, env id."""
+    episode = json.loads(json.dumps(episode))
+    tasks = [episode["task"], *(trace["task"] for trace in episode["traces"])]
+    for trace in episode["traces"]:
+        for key in ("kind", "group_id", "candidates") if how == "marks" else list(trace["info"]):
+            trace["info"].pop(key, None)
+    for task in tasks:
+        task["data"].pop("group_id")
+        if how == "all":
+            task["type"] = "SolveTask"
+            task["data"] = {"prompt": "Fix the bug."}
+            episode["env"] = {"id": "solver"}
+    return episode
+
+
+@pytest.mark.parametrize("how", ["marks", "all"])
+def test_attack_9_a_grade_trace_stripped_of_its_marks_is_not_exported(
+    pipeline: Pipeline, tmp_path: Path, how: str
+) -> None:
+    (line,) = pipeline.grade_traces.read_text().splitlines()
+    stripped = tmp_path / "stripped" / "traces.jsonl"
+    stripped.parent.mkdir()
+    stripped.write_text(json.dumps(strip_marks(json.loads(line), how)) + "\n")
+    assert SECRET in stripped.read_text()
+    output = tmp_path / "sft.jsonl"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "export_dataset.py"), str(stripped), "-o", output],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == (
+        "exported 0 traces; skipped 1 grade traces (0 marked, 1 unmarked group-grade rows)\n"
+    )
+    assert output.read_text() == ""
