@@ -409,5 +409,5 @@ async def test_a_verdict_with_a_lone_surrogate_is_answered_and_can_be_fixed(
         episode = await grade(server, rows, tmp_path / "out")
     (trace,) = episode.traces
     (answer,) = tool_results(server.requests[-1])
-    assert "candidates.3.evidence.0.quote" in answer and "lone surrogate" in answer
+    assert "candidates.5.evidence.0.quote: text holds a lone surrogate (U+D800" in answer
     assert trace.info["verdict"] is not None and advantages(trace) == WORKED

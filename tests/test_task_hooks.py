@@ -198,14 +198,18 @@ def test_staged_files_and_digest():
 
 
 def test_staged_files_are_utf8_even_with_lone_surrogates():
-    """A lone surrogate (which UTF-8 cannot hold) is staged as its escape: turns.json still
-    loads back to the exact turns."""
+    """A lone surrogate (which UTF-8 cannot hold) is escaped in the row, and so staged as its
+    escape: turns.json loads back to the row's exact turns."""
     turns = ["ran it \ud800 here", "[tool_call bash]\ncommand: echo \udcff"]
     data = GroupGradeData(
         group_id="g", candidates=[Candidate(label="c01", reward=1.0, turns=turns, patch="+\udcff")]
     )
+    assert data.candidates[0].turns == [
+        "ran it \\ud800 here",
+        "[tool_call bash]\ncommand: echo \\udcff",
+    ]
     files = grader_files(data, "grade")
-    assert json.loads(files["grade/c01/turns.json"]) == turns
+    assert json.loads(files["grade/c01/turns.json"]) == data.candidates[0].turns
     assert files["grade/c01/patch.diff"] == b"+\\udcff"
     for content in files.values():
         content.decode()
@@ -239,7 +243,8 @@ def test_the_taskset_loads_rows_through_datasets(tmp_path: Path, form: str):
     else:
         path = tmp_path / "rows.parquet"
         datasets.Dataset.from_list([{"row": json.dumps(d)} for d in dumped]).to_parquet(str(path))
-    tasks = list(GroupGradeTaskset(GroupGradeTasksetConfig(source=str(path))))
+    config = GroupGradeTasksetConfig(source=str(path), checkpoint_roots=["/abs"])
+    tasks = list(GroupGradeTaskset(config))
     assert [t.key for t in tasks] == ["a", "b"]
     loaded = [t.data for t in tasks]
     assert loaded[1].privileged == {"t.py": "x"} and loaded[0].privileged == {}
@@ -249,9 +254,7 @@ def test_the_taskset_loads_rows_through_datasets(tmp_path: Path, form: str):
         c.model_dump() for c in rows[1].candidates
     ]
     assert all(t.data.prompt and "Ranking rules" in t.data.prompt for t in tasks)
-    advantages = list(
-        GroupGradeTaskset(GroupGradeTasksetConfig(source=str(path), mode="advantages"))
-    )
+    advantages = list(GroupGradeTaskset(config.model_copy(update={"mode": "advantages"})))
     assert {t.data.mode for t in advantages} == {"advantages"}
 
 
@@ -274,7 +277,7 @@ def rows_line(rewards: list[str], *, columns: bool) -> str:
         (["NaN", "0.0"], False, "c01"),
         (["1.0", '"nan"'], False, "c02"),  # strings pydantic reads as floats
         (['"-inf"', "0.0"], False, "c01"),
-        (["1e999", "0.0"], True, "c01"),
+        (["1e999", "0.0"], False, "c01"),
         (["1e308", "1e308", "0.0"], True, "c01"),  # finite, but their mean overflows
     ],
 )
