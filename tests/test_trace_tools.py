@@ -31,11 +31,11 @@ from verifiers.v1.utils.trace_store import write_episode
 
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.data import GroupGradeData
-from group_grade.grade_traces import read_traces
+from group_grade.grade_traces import is_grade_record, is_grade_trace, read_traces
 from group_grade.taskset import GroupGradeTaskset, GroupGradeTasksetConfig
 from tests.grading import KEY_VAR, grade, shell, submit
 from tests.scripted_model import ScriptedModel, text_of
-from tests.traces import Turn, make_trace
+from tests.traces import Call, Turn, make_trace
 from tools import export_dataset, inspect_grade, traces_to_rows
 
 SOLVER_MODULE = "gg_solver_probe"
@@ -354,3 +354,43 @@ def test_attack_9_a_grade_trace_stripped_of_its_marks_is_not_exported(
         "exported 0 traces; skipped 1 grade traces (0 marked, 1 unmarked group-grade rows)\n"
     )
     assert output.read_text() == ""
+
+
+def grade_like(signal: str) -> tuple[vf.Trace, str]:
+    """An ordinary trace given one signal of a grade trace; and the episode's env id."""
+    trace = make_trace([Turn("I fixed it.")], reward=1.0)
+    if signal == "kind":
+        trace.info["kind"] = "grade"
+    elif signal == "task type":
+        trace.task = trace.task.model_copy(update={"type": "GroupGradeTask"})
+    elif signal in ("labeled candidates", "candidates and privileged"):
+        candidates = [{"label": "c01"}] if signal == "labeled candidates" else ["c01"]
+        extra = {} if signal == "labeled candidates" else {"privileged": {"t.py": SECRET}}
+        data = vf.WireTaskData(prompt="p", candidates=candidates, **extra)
+        trace.task = trace.task.model_copy(update={"data": data})
+    elif signal == "tools offered":
+        trace.tools = [vf.Tool(name="candidate_shell")]
+    elif signal == "tool called":
+        trace = make_trace([Turn("", [Call("submit_verdict", {"ranking": []}, "ACCEPTED")])])
+    return trace, "group-grade" if signal == "env id" else "solver"
+
+
+@pytest.mark.parametrize(
+    "signal",
+    [
+        "kind",
+        "task type",
+        "env id",
+        "labeled candidates",
+        "candidates and privileged",
+        "tools offered",
+        "tool called",
+    ],
+)
+def test_each_signal_makes_a_grade_trace(signal: str) -> None:
+    trace, env_id = grade_like(signal)
+    assert is_grade_trace(trace, env_id)
+    # Only a model's own tool calls are left out of the record, which a policy cannot forge.
+    assert is_grade_record(trace, env_id) == (signal != "tool called")
+    assert not is_grade_trace(make_trace([Turn("I fixed it.")], reward=1.0), "solver")
+    assert is_grade_trace(trace, "best-of-n+group-grade" if signal == "env id" else env_id)

@@ -577,3 +577,20 @@ def test_attack_8_non_finite_knobs_are_refused_by_the_trainer_client(knobs: dict
     name = next(k for k in knobs if k != "current_step")
     with pytest.raises(ValueError, match=name):
         GroupGrader("tcp://127.0.0.1:1", client={}, model="m", **knobs)
+
+
+@pytest.mark.anyio
+async def test_a_candidate_calling_a_tool_named_like_the_graders_is_still_graded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its group is not refused as holding a grade trace: only what the env recorded counts."""
+    fake = FakeEnvClient()
+    monkeypatch.setattr(trainer, "EnvClient", fake)
+    mimic = make_trace(
+        [Turn("", [Call("submit_verdict", {"ranking": [["c01"]]}, "unknown tool")])],
+        reward=1.0,
+        trace_id="trace-M",
+    )
+    async with GroupGrader("tcp://127.0.0.1:1", client={}, model="m") as grader:
+        result = await grader.grade([mimic, candidate("B", 0.0)], group_id="mimic")
+    assert result.graded and fake.calls == 1
