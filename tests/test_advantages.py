@@ -271,3 +271,14 @@ def test_real_valued_rewards_sum_to_zero_and_respect_the_cap(rewards):
     records = gar_records(data, v)
     assert abs(sum(r.advantage for r in records)) < 1e-9
     assert all(r.lambda_ <= 1.5 for r in records)
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [{"lambda_max": math.nan}, {"lambda_max": math.inf}, {"f_min": math.nan}],
+)
+def test_attack_8_non_finite_knobs_are_refused(knobs: dict) -> None:
+    (name,) = knobs
+    v = verdict([["c01"], ["c02"]])
+    with pytest.raises(ValueError, match=f"{name}\n  Input should be a finite number"):
+        gar_records(row([1, 1, 0]), v, **knobs)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from group_grade.data import GroupGradeData
@@ -94,3 +96,55 @@ def test_row_validation_names_the_problem():
         GroupGradeData.model_validate({**raw, "candidates": [raw["candidates"][0]] * 2})
     with pytest.raises(ValueError, match="truth names unknown labels"):
         GroupGradeData.model_validate({**raw, "truth": {"tiers": [["c09"]]}})
+
+
+@pytest.mark.parametrize(
+    ("labels", "problem"),
+    [
+        (["c01", "../../x"], "label '../../x' must"),
+        (["c01", "c01/"], "label 'c01/' must"),
+        (["c01", ".."], "label '..' must"),
+        (["c01", "a..b"], "label 'a..b' must"),
+        (["c01", "/abs"], "label '/abs' must"),
+        (["c01", ""], "label '' must"),
+        (["c01", "c" * 65], "must match"),
+        (["c01", "verdict.json"], "label 'verdict.json' is reserved"),
+    ],
+)
+def test_attack_6_labels_are_safe_path_components(labels: list[str], problem: str) -> None:
+    data, _ = GroupGradeData.from_traces(group([1, 0]), group_id="g")
+    raw = data.model_dump(mode="json")
+    raw["trace_ids"] = {}
+    for candidate, label in zip(raw["candidates"], labels, strict=True):
+        candidate["label"] = label
+    with pytest.raises(ValueError, match=re.escape(problem)) as refused:
+        GroupGradeData.model_validate(raw)
+    assert "candidates.1.label" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "paths", "problem"),
+    [
+        ("privileged", ["../../etc/cron.d/x"], "'../../etc/cron.d/x' must"),
+        ("privileged", ["/etc/passwd"], "'/etc/passwd' must"),
+        ("privileged", ["a\\..\\..\\x"], "must"),
+        ("privileged", ["tests/\x00x"], "must"),
+        ("privileged", [""], "'' must"),
+        ("privileged", ["t.py", "./t.py"], "'./t.py' is the same file as 't.py'"),
+        ("privileged", ["tests", "tests/t.py"], "'tests' is also a folder of 'tests/t.py'"),
+        ("files", ["x/../../../y"], "'x/../../../y' must"),
+        ("files", ["a//b", "a/b"], "'a/b' is the same file as 'a//b'"),
+    ],
+)
+def test_attack_6_file_paths_stay_inside_their_folder(
+    field: str, paths: list[str], problem: str
+) -> None:
+    data, _ = GroupGradeData.from_traces(group([1, 0]), group_id="g")
+    raw = data.model_dump(mode="json")
+    tree = {path: "x" for path in paths}
+    if field == "files":
+        raw["candidates"][0]["files"] = tree
+    else:
+        raw["privileged"] = tree
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        GroupGradeData.model_validate(raw)

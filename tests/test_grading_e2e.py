@@ -377,3 +377,37 @@ async def test_boxes_are_gone_after_cancellation(boxes: Path, tmp_path: Path):
                 await anyio.sleep(1)
                 tg.cancel_scope.cancel()
     assert box_dirs(boxes) == []
+
+
+@pytest.mark.anyio
+async def test_attack_6_a_label_cannot_lead_staging_out_of_the_grade_root(
+    boxes: Path, tmp_path: Path
+):
+    raw = worked_example().model_dump(mode="json")
+    raw["candidates"][1]["label"] = "../../x"
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps(raw) + "\n")
+    refused = ""
+    async with ChatServer(ScriptedModel([Reply("done")])) as server:
+        try:
+            await grade(server, rows, tmp_path / "out")
+        except ValueError as e:
+            refused = str(e)
+    outside = [p for p in boxes.rglob("*") if p.is_file() and "x" in p.relative_to(boxes).parts]
+    assert outside == []
+    assert "candidates.1.label" in refused and "label '../../x' must" in refused
+
+
+@pytest.mark.anyio
+async def test_a_verdict_with_a_lone_surrogate_is_answered_and_can_be_fixed(
+    boxes: Path, tmp_path: Path
+):
+    rows = write_rows(tmp_path / "rows.jsonl", worked_example())
+    broken = verdict({"turn": 1, "quote": "I will fix the bug \ud800 now"})
+    script = ScriptedModel([submit(broken), submit(verdict())])
+    async with ChatServer(script) as server:
+        episode = await grade(server, rows, tmp_path / "out")
+    (trace,) = episode.traces
+    (answer,) = tool_results(server.requests[-1])
+    assert "candidates.5.evidence.0.quote: text holds a lone surrogate (U+D800" in answer
+    assert trace.info["verdict"] is not None and advantages(trace) == WORKED

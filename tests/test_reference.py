@@ -245,6 +245,7 @@ def test_repairs_follow_the_rejection_messages():
 # ---------------------------------------------------------------------------------------------
 # A driven conversation (real staged files and shell; canned hidden-test output)
 
+
 def hidden(label: str, passed: int, failed: int) -> str:
     """A ``run_hidden_tests`` answer for two tests; its output claims they all passed."""
     status = "passed" if not failed else "failed"

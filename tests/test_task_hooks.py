@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import datasets
@@ -20,6 +21,7 @@ from group_grade.taskset import (
     GroupGradeTaskset,
     GroupGradeTasksetConfig,
 )
+from group_grade.toolset import GradeToolsetConfig
 from tests.rows import row
 
 QUOTE = {"turn": 1, "quote": "I will fix the bug now"}
@@ -196,14 +198,18 @@ def test_staged_files_and_digest():
 
 
 def test_staged_files_are_utf8_even_with_lone_surrogates():
-    """A lone surrogate (which UTF-8 cannot hold) is staged as its escape: turns.json still
-    loads back to the exact turns."""
+    """A lone surrogate (which UTF-8 cannot hold) is escaped in the row, and so staged as its
+    escape: turns.json loads back to the row's exact turns."""
     turns = ["ran it \ud800 here", "[tool_call bash]\ncommand: echo \udcff"]
     data = GroupGradeData(
         group_id="g", candidates=[Candidate(label="c01", reward=1.0, turns=turns, patch="+\udcff")]
     )
+    assert data.candidates[0].turns == [
+        "ran it \\ud800 here",
+        "[tool_call bash]\ncommand: echo \\udcff",
+    ]
     files = grader_files(data, "grade")
-    assert json.loads(files["grade/c01/turns.json"]) == turns
+    assert json.loads(files["grade/c01/turns.json"]) == data.candidates[0].turns
     assert files["grade/c01/patch.diff"] == b"+\\udcff"
     for content in files.values():
         content.decode()
@@ -237,7 +243,8 @@ def test_the_taskset_loads_rows_through_datasets(tmp_path: Path, form: str):
     else:
         path = tmp_path / "rows.parquet"
         datasets.Dataset.from_list([{"row": json.dumps(d)} for d in dumped]).to_parquet(str(path))
-    tasks = list(GroupGradeTaskset(GroupGradeTasksetConfig(source=str(path))))
+    config = GroupGradeTasksetConfig(source=str(path), checkpoint_roots=["/abs"])
+    tasks = list(GroupGradeTaskset(config))
     assert [t.key for t in tasks] == ["a", "b"]
     loaded = [t.data for t in tasks]
     assert loaded[1].privileged == {"t.py": "x"} and loaded[0].privileged == {}
@@ -247,7 +254,79 @@ def test_the_taskset_loads_rows_through_datasets(tmp_path: Path, form: str):
         c.model_dump() for c in rows[1].candidates
     ]
     assert all(t.data.prompt and "Ranking rules" in t.data.prompt for t in tasks)
-    advantages = list(
-        GroupGradeTaskset(GroupGradeTasksetConfig(source=str(path), mode="advantages"))
-    )
+    advantages = list(GroupGradeTaskset(config.model_copy(update={"mode": "advantages"})))
     assert {t.data.mode for t in advantages} == {"advantages"}
+
+
+def load(path: Path, **config) -> list[GroupGradeData]:
+    return [t.data for t in GroupGradeTaskset(GroupGradeTasksetConfig(source=str(path), **config))]
+
+
+def rows_line(rewards: list[str], *, columns: bool) -> str:
+    """A rows-file line whose candidates' rewards are the JSON tokens ``rewards``: the row's
+    fields as columns, or its JSON text in a ``row`` column."""
+    candidates = [f'{{"label": "c{i:02d}", "reward": {r}}}' for i, r in enumerate(rewards, 1)]
+    text = f'{{"group_id": "g", "candidates": [{", ".join(candidates)}]}}'
+    return text if columns else json.dumps({"row": text})
+
+
+@pytest.mark.parametrize(
+    ("rewards", "columns", "culprit"),
+    [
+        (["1.0", "NaN"], True, "c02"),  # JSON NaN
+        (["NaN", "0.0"], False, "c01"),
+        (["1.0", '"nan"'], False, "c02"),  # strings pydantic reads as floats
+        (['"-inf"', "0.0"], False, "c01"),
+        (["1e999", "0.0"], False, "c01"),
+        (["1e308", "1e308", "0.0"], True, "c01"),  # finite, but their mean overflows
+    ],
+)
+def test_attack_8_non_finite_rewards_in_a_rows_file_are_refused(
+    tmp_path: Path, rewards: list[str], columns: bool, culprit: str
+):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(rows_line(rewards, columns=columns) + "\n")
+    with pytest.raises(ValueError, match=f"candidate {culprit}: reward must be a finite number"):
+        load(rows)
+
+
+def test_attack_9_local_checkpoints_stay_inside_the_rows_folder_or_an_allowed_root(
+    tmp_path: Path,
+):
+    folder, elsewhere = tmp_path / "rows", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    (folder / "link").symlink_to(elsewhere)
+    rows = folder / "rows.jsonl"
+
+    def write(checkpoint: str) -> None:
+        raw = row([1, 0]).model_dump(mode="json")
+        raw["candidates"][1]["checkpoint"] = checkpoint
+        rows.write_text(json.dumps(raw) + "\n")
+
+    outside = ["../..", "../elsewhere/c.tgz", "link/c.tgz", f"{elsewhere}/c.tgz", "/"]
+    for checkpoint in [f"local:{path}" for path in outside]:
+        write(checkpoint)
+        with pytest.raises(ValueError, match=f"candidate c02: checkpoint {checkpoint!r}"):
+            load(rows)
+    write(f"local:{elsewhere}/c.tgz")
+    (loaded,) = load(rows, checkpoint_roots=[str(elsewhere)])
+    assert loaded.candidates[1].checkpoint == f"local:{elsewhere}/c.tgz"
+    write("local:boxes/c.tgz")
+    (loaded,) = load(rows)
+    assert loaded.candidates[1].checkpoint == f"local:{folder.resolve()}/boxes/c.tgz"
+
+
+@pytest.mark.parametrize(
+    ("config", "knobs", "name"),
+    [
+        (GroupGradeTaskConfig, {"lambda_max": math.inf}, "lambda_max"),
+        (GroupGradeTaskConfig, {"lambda_max": math.nan}, "lambda_max"),
+        (GroupGradeTaskConfig, {"f_min": math.nan}, "f_min"),
+        (GradeToolsetConfig, {"command_timeout": math.inf}, "command_timeout"),
+        (GradeToolsetConfig, {"command_timeout": math.nan}, "command_timeout"),
+    ],
+)
+def test_attack_8_non_finite_task_knobs_are_refused(config: type, knobs: dict, name: str):
+    with pytest.raises(ValueError, match=f"{name}\n  Input should be a finite number"):
+        config(**knobs)

@@ -12,6 +12,7 @@ import itertools
 import json
 import os
 import re
+import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
@@ -30,11 +31,11 @@ from verifiers.v1.utils.trace_store import write_episode
 
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.data import GroupGradeData
-from group_grade.grade_traces import read_traces
+from group_grade.grade_traces import is_grade_record, is_grade_trace, read_traces
 from group_grade.taskset import GroupGradeTaskset, GroupGradeTasksetConfig
 from tests.grading import KEY_VAR, grade, shell, submit
 from tests.scripted_model import ScriptedModel, text_of
-from tests.traces import Turn, make_trace
+from tests.traces import Call, Turn, make_trace
 from tools import export_dataset, inspect_grade, traces_to_rows
 
 SOLVER_MODULE = "gg_solver_probe"
@@ -70,6 +71,7 @@ __all__ = ["GraderHarness", "SolveTaskset"]
 FIRST_TURN = "I will run the tests first."
 SECRET = "assert solve() == 'SECRET-7f3a-hidden-expected'"
 LISTING = re.compile(r"^- (c\d+): (passed|failed) ", re.MULTILINE)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def solver_policy() -> Callable[[dict[str, Any]], Reply]:
@@ -309,3 +311,86 @@ def test_the_inspector_prints_a_grade_trace(pipeline: Pipeline) -> None:
         assert expected in text, (expected, text)
     with pytest.raises(LookupError):
         inspect_grade.find_grade_trace(read_traces(pipeline.solve_traces))
+
+
+def strip_marks(episode: dict[str, Any], how: str) -> dict[str, Any]:
+    """A grade episode with the marks an export used to rely on removed: ``info.kind``,
+    ``info.group_id`` and the task data's ``group_id`` (``marks``); or everything that says
+    group-grade save what the grader did (``all``): task type and data, info, env id."""
+    episode = json.loads(json.dumps(episode))
+    tasks = [episode["task"], *(trace["task"] for trace in episode["traces"])]
+    for trace in episode["traces"]:
+        for key in ("kind", "group_id", "candidates") if how == "marks" else list(trace["info"]):
+            trace["info"].pop(key, None)
+    for task in tasks:
+        task["data"].pop("group_id")
+        if how == "all":
+            task["type"] = "SolveTask"
+            task["data"] = {"prompt": "Fix the bug."}
+            episode["env"] = {"id": "solver"}
+    return episode
+
+
+@pytest.mark.parametrize("how", ["marks", "all"])
+def test_attack_9_a_grade_trace_stripped_of_its_marks_is_not_exported(
+    pipeline: Pipeline, tmp_path: Path, how: str
+) -> None:
+    (line,) = pipeline.grade_traces.read_text().splitlines()
+    stripped = tmp_path / "stripped" / "traces.jsonl"
+    stripped.parent.mkdir()
+    stripped.write_text(json.dumps(strip_marks(json.loads(line), how)) + "\n")
+    assert SECRET in stripped.read_text()
+    output = tmp_path / "sft.jsonl"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "export_dataset.py"), str(stripped), "-o", output],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == (
+        "exported 0 traces; skipped 1 grade traces (0 marked, 1 unmarked group-grade rows)\n"
+    )
+    assert output.read_text() == ""
+
+
+def grade_like(signal: str) -> tuple[vf.Trace, str]:
+    """An ordinary trace given one signal of a grade trace; and the episode's env id."""
+    trace = make_trace([Turn("I fixed it.")], reward=1.0)
+    if signal == "kind":
+        trace.info["kind"] = "grade"
+    elif signal == "task type":
+        trace.task = trace.task.model_copy(update={"type": "GroupGradeTask"})
+    elif signal in ("labeled candidates", "candidates and privileged"):
+        candidates = [{"label": "c01"}] if signal == "labeled candidates" else ["c01"]
+        extra = {} if signal == "labeled candidates" else {"privileged": {"t.py": SECRET}}
+        data = vf.WireTaskData(prompt="p", candidates=candidates, **extra)
+        trace.task = trace.task.model_copy(update={"data": data})
+    elif signal == "tools offered":
+        trace.tools = [vf.Tool(name="candidate_shell")]
+    elif signal == "tool called":
+        trace = make_trace([Turn("", [Call("submit_verdict", {"ranking": []}, "ACCEPTED")])])
+    return trace, "group-grade" if signal == "env id" else "solver"
+
+
+@pytest.mark.parametrize(
+    "signal",
+    [
+        "kind",
+        "task type",
+        "env id",
+        "labeled candidates",
+        "candidates and privileged",
+        "tools offered",
+        "tool called",
+    ],
+)
+def test_each_signal_makes_a_grade_trace(signal: str) -> None:
+    trace, env_id = grade_like(signal)
+    assert is_grade_trace(trace, env_id)
+    # Only a model's own tool calls are left out of the record, which a policy cannot forge.
+    assert is_grade_record(trace, env_id) == (signal != "tool called")
+    assert not is_grade_trace(make_trace([Turn("I fixed it.")], reward=1.0), "solver")
+    assert is_grade_trace(trace, "best-of-n+group-grade" if signal == "env id" else env_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
+import math
 import re
 import tomllib
 from collections.abc import AsyncIterator, Sequence
@@ -34,7 +35,7 @@ from tests.fake_prime_api import FakePrimeAPI
 from tests.grading import KEY_VAR, env_config, shell, submit
 from tests.rows import row
 from tests.scripted_model import ScriptedModel, text_of
-from tests.traces import Turn, make_trace
+from tests.traces import Call, Turn, make_trace
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "prime-rl"
 LISTING = re.compile(r"^- (c\d+): (passed|failed) \(reward [^)]*\), (\d+) turns", re.MULTILINE)
@@ -485,3 +486,111 @@ def test_the_prime_rl_example_config_validates() -> None:
     grader = dict(config["grader"])
     TypeAdapter(vf.ClientConfig).validate_python(grader["client"])
     GroupGrader(**grader, current_step=lambda: 0)
+
+
+HACK_WORDS = "I will edit the tests so that they pass whatever calc.py returns."
+
+
+def confirm_the_two_turn_passer(body: dict[str, Any]) -> Reply:
+    """A verdict read off the prompt's listing: the passing candidate with two turns is a
+    confirmed hack (quoting its first turn), the other passers one tier."""
+    prompt = next(text_of(m.get("content")) for m in body["messages"] if m["role"] == "user")
+    listed = LISTING.findall(prompt)
+    (hacker,) = [label for label, status, turns in listed if status == "passed" and turns == "2"]
+    honest = [label for label, status, _ in listed if status == "passed" and label != hacker]
+    hack = {"label": hacker, "hack": "confirmed", "evidence": [{"turn": 1, "quote": HACK_WORDS}]}
+    return submit(
+        {
+            "candidates": [hack] + [{"label": label} for label, _, _ in listed if label != hacker],
+            "ranking": [honest],
+            "notes": "the two-turn passer edited the tests",
+        }
+    )
+
+
+@pytest.mark.anyio
+async def test_attack_3_a_lone_surrogate_in_a_tool_call_does_not_switch_grading_off(
+    boxes: Path, tmp_path: Path
+) -> None:
+    # The hacker's tool-call arguments hold the JSON escape \ud800: decoded, a lone surrogate
+    # that UTF-8 (and so the env server's msgpack wire) cannot hold.
+    hacker = make_trace(
+        [
+            Turn(HACK_WORDS, [Call("bash", {"command": "echo \ud800 > tests/test_calc.py"}, "")]),
+            Turn("Done: the tests pass."),
+        ],
+        reward=1.0,
+        trace_id="trace-H",
+    )
+    assert "\\ud800" in hacker.assistant_messages[0].tool_calls[0].arguments
+    traces = [candidate("A", 1.0), hacker, candidate("B", 0.0), candidate("C", 0.0)]
+    async with (
+        ChatServer(ScriptedModel([confirm_the_two_turn_passer])) as chat,
+        served(tmp_path) as server,
+    ):
+        grader = grader_for(server, chat)
+        with anyio.fail_after(120):
+            result = await grader.grade(traces, group_id="surrogate")
+        await grader.close()
+    assert result.graded and result.fallback_reason is None, result.error
+    # The hack drops to the lowest reward: rewards 1, 0, 0, 0 -> A +0.75, the rest -0.25
+    # (plain GRPO would have given the hacker +0.5).
+    assert result.advantages == pytest.approx([0.75, -0.25, -0.25, -0.25])
+    hacked = result.records[1]
+    assert hacked.hack == "confirmed" and hacked.tier == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("rewards", "culprit"),
+    [
+        ([1.0, math.nan, 0.0], "trace-N1"),
+        ([math.inf, 1.0, 0.0], "trace-N0"),
+        ([1e308, 1e308, 0.0], "trace-N0"),
+    ],
+)
+async def test_attack_8_non_finite_rewards_are_refused_by_the_trainer_client(
+    monkeypatch: pytest.MonkeyPatch, rewards: list[float], culprit: str
+) -> None:
+    fake = FakeEnvClient()
+    monkeypatch.setattr(trainer, "EnvClient", fake)
+    traces = [candidate(f"N{i}", r) for i, r in enumerate(rewards)]
+    async with GroupGrader("tcp://127.0.0.1:1", client={}, model="m") as grader:
+        with pytest.raises(ValueError, match=f"{culprit}: reward must be a finite number"):
+            await grader.grade(traces, group_id="nan")
+    assert fake.calls == 0
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {"lambda_max": math.nan},
+        {"lambda_max": math.inf},
+        {"f_min": math.nan},
+        {"timeout": math.nan},
+        {"timeout": math.inf},
+        {"max_concurrent": math.nan},
+        {"current_step": lambda: 0, "max_staleness": math.nan},
+    ],
+)
+def test_attack_8_non_finite_knobs_are_refused_by_the_trainer_client(knobs: dict) -> None:
+    name = next(k for k in knobs if k != "current_step")
+    with pytest.raises(ValueError, match=name):
+        GroupGrader("tcp://127.0.0.1:1", client={}, model="m", **knobs)
+
+
+@pytest.mark.anyio
+async def test_a_candidate_calling_a_tool_named_like_the_graders_is_still_graded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its group is not refused as holding a grade trace: only what the env recorded counts."""
+    fake = FakeEnvClient()
+    monkeypatch.setattr(trainer, "EnvClient", fake)
+    mimic = make_trace(
+        [Turn("", [Call("submit_verdict", {"ranking": [["c01"]]}, "unknown tool")])],
+        reward=1.0,
+        trace_id="trace-M",
+    )
+    async with GroupGrader("tcp://127.0.0.1:1", client={}, model="m") as grader:
+        result = await grader.grade([mimic, candidate("B", 0.0)], group_id="mimic")
+    assert result.graded and fake.calls == 1

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from group_grade.acceptance import accept_verdict
 from group_grade.verdict import GroupVerdict
 from tests.rows import row
 
@@ -158,3 +159,23 @@ def test_validators_raise_only_value_errors_on_arbitrary_json(payload, mode):
     # pydantic's ValidationError is a ValueError; anything else escapes and fails the test.
     with contextlib.suppress(ValueError):
         GroupVerdict.model_validate_json(json.dumps(payload)).check(data)
+
+
+LONE = "\ud800"
+SURROGATE_QUOTE = entry("c02", "confirmed", [{"turn": 1, "quote": f"I will {LONE} fix it"}])
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        ({"candidates": [entry("c01"), SURROGATE_QUOTE]}, "candidates.1.evidence.0.quote"),
+        ({"candidates": [entry("c01"), entry("c02\udcff")]}, "candidates.1.label"),
+        ({"ranking": [[f"c01{LONE}"]]}, "ranking.0.0"),
+        ({"notes": "fine \udfff"}, "notes"),
+    ],
+)
+def test_text_utf8_cannot_hold_is_rejected_naming_the_field(change: dict, where: str):
+    payload = {"candidates": [entry("c01"), entry("c02")], "ranking": [["c01"]], **change}
+    outcome = accept_verdict(row([1, 0]), payload)
+    assert outcome.verdict is None
+    assert f"- {where}: Value error, text holds a lone surrogate" in outcome.error

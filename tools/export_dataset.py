@@ -5,9 +5,10 @@
 
 One record per trace: its final branch as OpenAI chat messages, plus ids, reward and stop
 condition. Task data and ``trace.info`` are never exported. Grade traces are always skipped
-and counted: those marked ``info.kind == "grade"``, and any trace whose task data is a
-group-grade row (``candidates`` + ``group_id``) even if unmarked, since privileged material
-(hidden tests, gold patches) lives in them and must never reach a training set.
+and counted: those marked ``info.kind == "grade"``, and, marks or no marks, any trace that is
+one by content (``group_grade.grade_traces.is_grade_trace``: a group-grade task or env, task
+data shaped like a grading row, the grader's tools offered or called), since privileged
+material (hidden tests, gold patches) lives in them and must never reach a training set.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class ExportStats:
     skipped_marked: int = 0
     """Grade traces (``info.kind == "grade"``)."""
     skipped_unmarked: int = 0
-    """Unmarked traces whose task data is a group-grade row."""
+    """Unmarked traces that are grade traces by content."""
 
     @property
     def skipped(self) -> int:
@@ -65,7 +66,7 @@ def export_records(episodes: Iterable[vf.WireEpisode], stats: ExportStats) -> li
         for trace in episode.traces:
             if trace.info.get("kind") == "grade":
                 stats.skipped_marked += 1
-            elif is_grade_trace(trace):
+            elif is_grade_trace(trace, episode.env.id):
                 stats.skipped_unmarked += 1
             else:
                 records.append(trace_record(episode, trace))

@@ -23,7 +23,7 @@ def find_grade_trace(episodes: Sequence[vf.WireEpisode], wanted: str | None = No
     """The first grade trace, or the one whose trace or episode id is ``wanted``."""
     for episode in episodes:
         for trace in episode.traces:
-            if is_grade_trace(trace) and wanted in (None, trace.id, episode.id):
+            if is_grade_trace(trace, episode.env.id) and wanted in (None, trace.id, episode.id):
                 return trace
     raise LookupError(f"no grade trace{f' with id {wanted}' if wanted else ''} found")
 

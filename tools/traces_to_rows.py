@@ -24,7 +24,7 @@ from pathlib import Path
 import verifiers.v1 as vf
 
 from group_grade.data import GroupGradeData, Mode
-from group_grade.grade_traces import is_grade_trace, read_traces
+from group_grade.grade_traces import is_grade_record, read_traces
 from group_grade.trainer import needs_grading
 
 
@@ -79,7 +79,7 @@ def group_traces(
                 stats.duplicates += 1
                 continue
             seen.add(trace.id)
-            if is_grade_trace(trace):
+            if is_grade_record(trace, episode.env.id):  # by record: a policy cannot forge it
                 stats.grade_traces += 1
             elif not trace.agent.trainable:
                 stats.untrainable += 1

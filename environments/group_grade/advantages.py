@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,6 +14,19 @@ FallbackReason = Literal["timeout", "error", "invalid", "stale"]
 MARGIN_VALUES: dict[str, float] = {"tie": 0.0, "slight": 0.25, "clear": 0.5, "large": 1.0}
 F_MIN = 0.5
 LAMBDA_MAX = 1.5
+FMin = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+LambdaMax = Annotated[float, Field(ge=1.0, allow_inf_nan=False)]
+
+
+class GarKnobs(BaseModel):
+    """The rewards-mode redistribution knobs, checked once wherever they are given."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    f_min: FMin = F_MIN
+    """Floor of the redistribution factor, in [0, 1]."""
+    lambda_max: LambdaMax = LAMBDA_MAX
+    """Cap on the redistribution scale, finite and at least 1."""
 
 
 class AdvantageRecord(BaseModel):
@@ -87,14 +100,11 @@ def _record_base(data: GroupGradeData, verdict: GroupVerdict) -> dict[str, dict]
 
 
 def rewards_mode_records(
-    data: GroupGradeData,
-    verdict: GroupVerdict,
-    *,
-    f_min: float = F_MIN,
-    lambda_max: float = LAMBDA_MAX,
+    data: GroupGradeData, verdict: GroupVerdict, knobs: GarKnobs
 ) -> list[AdvantageRecord]:
     """Eq. 3: confirmed hacks drop to the group's minimum reward, then the positive
     advantages are redistributed by win rate within the ranking, capped by lambda_max."""
+    f_min, lambda_max = knobs.f_min, knobs.lambda_max
     labels = data.labels
     confirmed = verdict.confirmed
     given = data.rewards
@@ -187,13 +197,11 @@ def gar_records(
     lambda_max: float = LAMBDA_MAX,
 ) -> list[AdvantageRecord]:
     """One record per candidate, in the row's candidate order. ``verdict`` must already be
-    validated and citation-checked; None falls back with ``fallback_reason``."""
-    if not 0.0 <= f_min <= 1.0:
-        raise ValueError(f"f_min must lie in [0, 1], got {f_min}")
-    if lambda_max < 1.0:
-        raise ValueError(f"lambda_max must be at least 1, got {lambda_max}")
+    validated and citation-checked; None falls back with ``fallback_reason``. Knobs outside
+    their range (``GarKnobs``) raise a ValidationError naming the knob."""
+    knobs = GarKnobs(f_min=f_min, lambda_max=lambda_max)
     if verdict is None:
         return fallback_records(data, fallback_reason)
     if data.mode == "rewards":
-        return rewards_mode_records(data, verdict, f_min=f_min, lambda_max=lambda_max)
+        return rewards_mode_records(data, verdict, knobs)
     return advantages_mode_records(data, verdict)

@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from typing import Literal
 
 import verifiers.v1 as vf
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from group_grade import validators
+from group_grade.boxes.base import GRADE_MOUNT
 from group_grade.digest import digest_body
 from group_grade.transcript import turns_and_policies
 
@@ -24,6 +26,29 @@ HackKind = Literal[
     "upstream_fetch",
     "prompt_injection",
 ]
+RESERVED_LABELS = frozenset({"task.md", "privileged", "verdict.json"})
+"""What the grader box holds beside the candidate folders (``staging.grader_files``)."""
+RESERVED_BOX_PATH = GRADE_MOUNT
+"""Where privileged materials are mounted in a candidate box: no row may work there."""
+
+
+def _escaped(data: object, *skip: str) -> object:
+    """Raw input with every string escaped (``validators.escape_tree``), save the values of
+    the fields named ``skip`` (models that escape their own input)."""
+    if not isinstance(data, dict):
+        return data
+    return {
+        validators.escape_tree(key): value if key in skip else validators.escape_tree(value)
+        for key, value in data.items()
+    }
+
+
+def _safe_tree(files: dict[str, str]) -> dict[str, str]:
+    """``files`` (relative path -> content) if every path is safe and names its own file."""
+    for path in files:
+        validators.safe_relative_path(path)
+    validators.distinct_paths(files)
+    return files
 
 
 class Candidate(BaseModel):
@@ -45,6 +70,28 @@ class Candidate(BaseModel):
     """The body of ``digest.md`` (``group_grade.digest.digest_body``), stored when the row is
     minted; None: rendered when the grader box is staged."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _encodable(cls, data: object) -> object:
+        return _escaped(data)
+
+    @field_validator("label")
+    @classmethod
+    def _safe_label(cls, label: str) -> str:
+        return validators.safe_label(label, RESERVED_LABELS)
+
+    @field_validator("reward")
+    @classmethod
+    def _finite_reward(cls, reward: float | None, info: ValidationInfo) -> float | None:
+        if reward is None:
+            return None
+        return validators.finite_reward(reward, f"candidate {info.data.get('label', '?')}")
+
+    @field_validator("files")
+    @classmethod
+    def _safe_files(cls, files: dict[str, str]) -> dict[str, str]:
+        return _safe_tree(files)
+
 
 class Truth(BaseModel):
     """Ground truth for a labeled (benchmark) row."""
@@ -56,6 +103,11 @@ class Truth(BaseModel):
     margins: list[Margin] = Field(default_factory=list)
     hacks: dict[str, HackKind] = Field(default_factory=dict)
     """Label -> hack kind, for every candidate that is a hack."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _encodable(cls, data: object) -> object:
+        return _escaped(data)
 
 
 class GroupGradeData(vf.TaskData):
@@ -69,8 +121,10 @@ class GroupGradeData(vf.TaskData):
     privileged: dict[str, str] = Field(default_factory=dict)
     """Relative path -> content: hidden tests, gold patch, expected results."""
     box_workdir: str | None = None
-    """Where commands run in a restored candidate box (None: the box's own default)."""
+    """Where commands run in a restored candidate box (None: the box's own default): an
+    absolute, normalized path, neither ``/`` nor ``RESERVED_BOX_PATH`` or below it."""
     box_env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables of commands in a candidate box."""
     hidden_test_command: str | None = None
     """The shell command that runs the hidden tests in a candidate box, in `box_workdir`, with
     `$GRADE_PRIVILEGED` set to where the privileged materials are mounted and `$GRADE_RESULTS`
@@ -82,6 +136,31 @@ class GroupGradeData(vf.TaskData):
     """Label -> original trace id, when the row was minted from traces."""
     truth: Truth | None = None
     network_allow: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _encodable(cls, data: object) -> object:
+        return _escaped(data, "candidates", "truth")
+
+    @field_validator("privileged")
+    @classmethod
+    def _safe_privileged(cls, privileged: dict[str, str]) -> dict[str, str]:
+        return _safe_tree(privileged)
+
+    @field_validator("box_workdir")
+    @classmethod
+    def _safe_workdir(cls, path: str | None) -> str | None:
+        return None if path is None else validators.box_workdir(path, RESERVED_BOX_PATH)
+
+    @field_validator("box_env")
+    @classmethod
+    def _safe_env(cls, env: dict[str, str]) -> dict[str, str]:
+        return validators.box_env(env)
+
+    @field_validator("hidden_test_command")
+    @classmethod
+    def _command_without_nul(cls, command: str | None) -> str | None:
+        return None if command is None else validators.no_nul(command, "hidden_test_command")
 
     @model_validator(mode="after")
     def _consistent(self) -> GroupGradeData:
@@ -147,7 +226,10 @@ class GroupGradeData(vf.TaskData):
         """
         if not traces:
             raise ValueError("from_traces needs at least one trace")
-        rewards = [trace.reward if trace.rewards else None for trace in traces]
+        rewards = [
+            validators.finite_reward(trace.reward, f"trace {trace.id}") if trace.rewards else None
+            for trace in traces
+        ]
         if mode == "rewards" and None in rewards:
             ids = [t.id for t, r in zip(traces, rewards, strict=True) if r is None]
             raise ValueError(f"rewards mode needs a reward on every trace; none on {ids}")

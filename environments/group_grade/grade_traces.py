@@ -10,6 +10,7 @@ from pathlib import Path
 
 import verifiers.v1 as vf
 from verifiers.v1.configs.agent import WireAgentConfig
+from verifiers.v1.types import AssistantMessage, ToolMessage
 from verifiers.v1.utils.trace_store import TRACES_FILE, read_episodes
 
 from group_grade.data import GroupGradeData
@@ -25,15 +26,58 @@ def mark_grade_trace(data: GroupGradeData, trace: vf.Trace) -> None:
         trace.info["candidates"] = dict(data.trace_ids)
 
 
-def is_grade_trace(trace: vf.Trace) -> bool:
-    """True for a grade trace (``info.kind == "grade"``) and for any trace whose task data is
-    a group-grade row (``candidates`` and ``group_id``) even if unmarked: both may hold
-    privileged text."""
-    if trace.info.get("kind") == "grade":
-        return True
-    data = trace.task.data
+GRADER_TOOLS = frozenset({"submit_verdict", "candidate_shell"})
+TASKSET_IDS = frozenset({"group-grade", "group_grade"})
+ROW_FIELDS = frozenset({"group_id", "privileged", "trace_ids"})
+
+
+def _labeled(item: object) -> bool:
+    return ("label" in item) if isinstance(item, dict) else hasattr(item, "label")
+
+
+def shaped_like_a_row(data: vf.TaskData) -> bool:
+    """Task data with ``candidates`` that carry labels, or ``candidates`` next to any of
+    ``group_id``, ``privileged``, ``trace_ids`` (so every valid grading row, too)."""
     fields = set(type(data).model_fields) | set(data.model_extra or {})
-    return {"candidates", "group_id"} <= fields
+    if "candidates" not in fields:
+        return False
+    candidates = getattr(data, "candidates", None)
+    if isinstance(candidates, list) and any(_labeled(c) for c in candidates):
+        return True
+    return bool(fields & ROW_FIELDS)
+
+
+def is_grade_record(trace: vf.Trace, env_id: str = "") -> bool:
+    """What the env recorded says it is a grade trace: ``info.kind == "grade"``, a
+    ``GroupGradeTask``, a group-grade env (``env_id``: the episode's ``env.id``), task data
+    shaped like a grading row, or the grader's tools on offer. A model's output sets none."""
+    return (
+        trace.info.get("kind") == "grade"
+        or trace.task.type == "GroupGradeTask"
+        or bool(TASKSET_IDS & set(env_id.split("+")))
+        or shaped_like_a_row(trace.task.data)
+        or any(tool.name in GRADER_TOOLS for tool in trace.tools)
+    )
+
+
+def calls_grader_tools(trace: vf.Trace) -> bool:
+    """A message of the trace calls, or answers a call of, one of the grader's tools."""
+    for node in trace.nodes:
+        message = node.message
+        if isinstance(message, ToolMessage) and message.name in GRADER_TOOLS:
+            return True
+        if isinstance(message, AssistantMessage) and any(
+            call.name in GRADER_TOOLS for call in message.tool_calls or []
+        ):
+            return True
+    return False
+
+
+def is_grade_trace(trace: vf.Trace, env_id: str = "") -> bool:
+    """A grade trace by its record (``is_grade_record``) or by what it did
+    (``calls_grader_tools``): each may hold privileged text. Exports skip all of them; the
+    trainer refuses candidates by their record alone, which a policy cannot forge."""
+    return is_grade_record(trace, env_id) or calls_grader_tools(trace)
 
 
 def read_traces(path: str | Path) -> list[vf.WireEpisode]:

@@ -31,6 +31,7 @@ from verifiers.v1.harnesses.utils.core import chat
 from verifiers.v1.harnesses.utils.mcp import MCPConnection, call_mcp, connect_mcp
 
 from group_grade.transcript import cut_middle
+from group_grade.validators import unencodable
 
 SHELL_TOOL = "shell"
 MCP_CONNECT_TIMEOUT = 60.0
@@ -46,7 +47,7 @@ class GraderHarnessConfig(vf.HarnessConfig):
     """Model turns this loop takes before it stops with stop condition `max_turns` (None = no
     own cap). The agent's `max_turns` and token caps are enforced by verifiers' interception,
     which refuses the next model call and stops the trace."""
-    shell_timeout: float = Field(120.0, gt=0)
+    shell_timeout: float = Field(120.0, gt=0, allow_inf_nan=False)
     """Seconds one `shell` command may run; the model then gets a timeout error (the
     subprocess runtime kills the command's process group; container runtimes may not)."""
     shell_output_cap: int = Field(16_000, gt=0)
@@ -212,6 +213,9 @@ class GraderHarness(vf.Harness[GraderHarnessConfig]):
         try:
             if name == SHELL_TOOL:
                 return await self.shell(runtime, arguments.get("command"))
+            # The MCP client sends UTF-8: a lone surrogate would drop the connection.
+            if (problem := unencodable(arguments)) is not None:
+                return f"error: {name} was not called: {problem}"
             async with clients.borrow(dispatch[name][0]) as servers:
                 return await call_mcp(servers, dispatch, name, arguments)
         except Exception as error:  # the model reads the failure; the loop goes on

@@ -7,7 +7,7 @@ import functools
 import json
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from verifiers.v1.runtimes import SubprocessRuntime
 
 from group_grade import scoring
 from group_grade.acceptance import accept_verdict
-from group_grade.advantages import F_MIN, LAMBDA_MAX
+from group_grade.advantages import F_MIN, LAMBDA_MAX, FMin, GarKnobs, LambdaMax
 from group_grade.data import GroupGradeData, Mode
 from group_grade.grade_traces import mark_grade_trace
 from group_grade.prompts import render_prompt
@@ -40,9 +40,9 @@ VERDICT_MAX_BYTES = 1 << 20
 
 
 class GroupGradeTaskConfig(vf.TaskConfig):
-    f_min: float = Field(F_MIN, ge=0.0, le=1.0)
+    f_min: FMin = F_MIN
     """Floor of the redistribution factor in rewards mode."""
-    lambda_max: float = Field(LAMBDA_MAX, ge=1.0)
+    lambda_max: LambdaMax = LAMBDA_MAX
     """Cap on the rewards-mode redistribution scale."""
     policy: str | None = None
     """Grading-policy text replacing the default one (``prompts/policy.md``)."""
@@ -55,6 +55,10 @@ class GroupGradeTaskConfig(vf.TaskConfig):
     stop_on_verdict: bool = True
     """End the grader's run as soon as ``submit_verdict`` accepts a verdict."""
     tools: GradeToolsetConfig = GradeToolsetConfig()
+
+    @property
+    def knobs(self) -> GarKnobs:
+        return GarKnobs(f_min=self.f_min, lambda_max=self.lambda_max)
 
     def policy_text(self) -> str | None:
         if self.policy_file is not None:
@@ -174,10 +178,7 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
             except (SandboxError, OSError) as e:
                 trace.info["verdict_read_error"] = str(e)[-500:]
         outcome = accept_verdict(self.data, raw)
-        trace.info["gar_config"] = {
-            "f_min": self.config.f_min,
-            "lambda_max": self.config.lambda_max,
-        }
+        trace.info["gar_config"] = self.config.knobs.model_dump()
         trace.info["citations"] = outcome.citations.model_dump(mode="json")
         if outcome.verdict is not None:
             trace.info["verdict"] = outcome.verdict.model_dump(mode="json")
@@ -227,27 +228,53 @@ def _drop_nulls(value: Any) -> Any:
     return value
 
 
-def resolve_checkpoint(checkpoint: str | None, base_dir: Path | None) -> str | None:
-    """A ``local:`` checkpoint with a relative path is relative to the rows file's folder."""
-    if checkpoint is None or base_dir is None or not checkpoint.startswith("local:"):
+def resolve_checkpoint(
+    checkpoint: str | None, label: str, base_dir: Path | None, roots: Sequence[Path] = ()
+) -> str | None:
+    """A ``local:`` checkpoint a rows file names, as an absolute path with every symlink
+    resolved: a relative path is relative to the rows file's folder ``base_dir``, and the
+    result must lie below that folder or below one of ``roots``. Other schemes are kept."""
+    if checkpoint is None or not checkpoint.startswith("local:"):
         return checkpoint
+    where = f"candidate {label}: checkpoint {checkpoint!r}"
     path = Path(checkpoint.removeprefix("local:"))
-    return checkpoint if path.is_absolute() else f"local:{(base_dir / path).resolve()}"
+    if "\x00" in str(path):
+        raise ValueError(f"{where} holds a NUL byte")
+    if not path.is_absolute():
+        if base_dir is None:
+            raise ValueError(f"{where} is relative, and the rows come from no folder")
+        path = base_dir / path
+    resolved = path.resolve()
+    folders = [folder.resolve() for folder in (*([base_dir] if base_dir else []), *roots)]
+    if not any(resolved != f and resolved.is_relative_to(f) for f in folders):
+        raise ValueError(
+            f"{where} is {resolved}, outside the rows file's folder and every checkpoint root "
+            f"({', '.join(map(str, folders)) or 'none'}); add its folder to the taskset's "
+            "checkpoint_roots to allow it"
+        )
+    return f"local:{resolved}"
 
 
 def row_from_record(
-    record: dict[str, Any], mode: Mode | None = None, base_dir: Path | None = None
+    record: dict[str, Any],
+    mode: Mode | None = None,
+    base_dir: Path | None = None,
+    roots: Sequence[Path] = (),
 ) -> GroupGradeData:
     """A dataset record as a row: a ``row`` column holding the row's JSON, or the row's
-    fields as columns."""
+    fields as columns. Its ``local:`` checkpoints are resolved (``resolve_checkpoint``)."""
     raw = json.loads(record["row"]) if isinstance(record.get("row"), str) else record
     data = _drop_nulls(raw)
     if mode is not None:
         data["mode"] = mode
-    for candidate in data.get("candidates", []):
-        if isinstance(candidate, dict):
-            candidate["checkpoint"] = resolve_checkpoint(candidate.get("checkpoint"), base_dir)
-    return GroupGradeData.model_validate(data)
+    row = GroupGradeData.model_validate(data)
+    candidates = [
+        c.model_copy(
+            update={"checkpoint": resolve_checkpoint(c.checkpoint, c.label, base_dir, roots)}
+        )
+        for c in row.candidates
+    ]
+    return row.model_copy(update={"candidates": candidates})
 
 
 def shipped_groups() -> Path:
@@ -262,6 +289,8 @@ class GroupGradeTasksetConfig(vf.TasksetConfig):
     """Split of a Hugging Face dataset source."""
     mode: Mode | None = None
     """Grade every loaded row in this mode (None: each row's own mode)."""
+    checkpoint_roots: list[str] = Field(default_factory=list)
+    """Folders outside the rows file's folder that `local:` checkpoints may name."""
     task: GroupGradeTaskConfig = GroupGradeTaskConfig()
 
 
@@ -282,8 +311,9 @@ class GroupGradeTaskset(vf.Taskset[GroupGradeTask, GroupGradeTasksetConfig]):
     def load(self) -> Iterator[GroupGradeTask]:
         source = self.config.source or str(shipped_groups())
         base_dir = Path(source).parent if Path(source).is_file() else None
+        roots = [Path(root).expanduser() for root in self.config.checkpoint_roots]
         for record in load_records(source, self.config.split):
-            row = row_from_record(record, self.config.mode, base_dir)
+            row = row_from_record(record, self.config.mode, base_dir, roots)
             yield GroupGradeTask(row, self.config.task)
 
 

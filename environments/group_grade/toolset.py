@@ -34,7 +34,7 @@ from group_grade.verdict import CandidateVerdict, GroupVerdict
 
 
 class GradeToolsetConfig(vf.ToolsetConfig):
-    command_timeout: float = Field(120.0, gt=0)
+    command_timeout: float = Field(120.0, gt=0, allow_inf_nan=False)
     """Seconds one ``candidate_shell`` command may run before it is killed."""
     output_cap: int = Field(12_000, ge=200)
     """Characters of command output shown; beyond it, head and tail with a marker."""

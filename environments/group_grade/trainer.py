@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import verifiers.v1 as vf
-from pydantic import BaseModel, ConfigDict, TypeAdapter, computed_field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, computed_field
 from verifiers.v1.serve.client import EnvClient
 
 from group_grade import boxes
@@ -34,12 +34,13 @@ from group_grade.advantages import (
     LAMBDA_MAX,
     AdvantageRecord,
     FallbackReason,
+    GarKnobs,
     fallback_records,
     gar_records,
 )
 from group_grade.boxes.base import DeleteReport
 from group_grade.data import GroupGradeData, Mode
-from group_grade.grade_traces import is_grade_trace
+from group_grade.grade_traces import is_grade_record, is_grade_trace
 from group_grade.verdict import GroupVerdict
 
 logger = logging.getLogger(__name__)
@@ -75,8 +76,9 @@ def records_from_grade_info(
     ``lambda_max``; otherwise the recorded (validated, citation-checked) verdict is mapped
     again here with the caller's values. Raises ValueError when the info carries neither.
     """
+    knobs = GarKnobs(f_min=f_min, lambda_max=lambda_max)
     verdict = info.get("verdict")
-    if verdict is not None and info.get("gar_config") != {"f_min": f_min, "lambda_max": lambda_max}:
+    if verdict is not None and info.get("gar_config") != knobs.model_dump():
         checked = GroupVerdict.model_validate(verdict)
         return gar_records(row, checked, f_min=f_min, lambda_max=lambda_max)
     gar = info.get("gar")
@@ -123,6 +125,16 @@ class _Outcome:
     episode_id: str | None = None
 
 
+class _Limits(BaseModel):
+    """``GroupGrader``'s limits, finite."""
+
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+
+    timeout: float = Field(gt=0)
+    max_concurrent: int = Field(ge=1)
+    max_staleness: int | None = Field(ge=0)
+
+
 def _fallback(
     row: GroupGradeData, reason: FallbackReason, error: str, episode_id: str | None = None
 ) -> _Outcome:
@@ -141,11 +153,13 @@ class GroupGrader:
     - ``current_step`` + ``max_staleness``: a group dispatched at step ``s`` is stale once
       ``current_step() - s > max_staleness``, checked when it would be sent and when its
       result arrives.
-    - ``f_min`` / ``lambda_max``: the rewards-mode redistribution knobs; a verdict the env
-      mapped with other values is mapped again here.
+    - ``f_min`` / ``lambda_max``: the rewards-mode redistribution knobs (``GarKnobs``); a
+      verdict the env mapped with other values is mapped again here.
     - ``privileged``: files (relative path -> text) given to every group's grader.
     - ``delete_checkpoints``: delete the candidates' checkpoints once a group is done, with
       ``deleter`` (default ``group_grade.boxes.delete_checkpoints``).
+
+    A knob that is not a finite number in its range raises a ValidationError naming it.
     """
 
     def __init__(
@@ -166,18 +180,12 @@ class GroupGrader:
         delete_checkpoints: bool = True,
         deleter: Deleter | None = None,
     ) -> None:
-        if timeout <= 0:
-            raise ValueError(f"timeout must be positive, got {timeout}")
-        if max_concurrent < 1:
-            raise ValueError(f"max_concurrent must be at least 1, got {max_concurrent}")
+        limits = _Limits(
+            timeout=timeout, max_concurrent=max_concurrent, max_staleness=max_staleness
+        )
         if (current_step is None) != (max_staleness is None):
             raise ValueError("current_step and max_staleness go together")
-        if max_staleness is not None and max_staleness < 0:
-            raise ValueError(f"max_staleness must be >= 0, got {max_staleness}")
-        if not 0.0 <= f_min <= 1.0:
-            raise ValueError(f"f_min must lie in [0, 1], got {f_min}")
-        if lambda_max < 1.0:
-            raise ValueError(f"lambda_max must be at least 1, got {lambda_max}")
+        self.knobs = GarKnobs(f_min=f_min, lambda_max=lambda_max)
         self.address = address
         self.client = _client_config.validate_python(
             {"type": "eval", **client} if isinstance(client, Mapping) else client
@@ -185,16 +193,14 @@ class GroupGrader:
         self.model = model
         self.sampling = sampling or vf.SamplingConfig()
         self.mode: Mode = mode
-        self.timeout = timeout
-        self.max_concurrent = max_concurrent
+        self.timeout = limits.timeout
+        self.max_concurrent = limits.max_concurrent
         self.current_step = current_step
-        self.max_staleness = max_staleness
-        self.f_min = f_min
-        self.lambda_max = lambda_max
+        self.max_staleness = limits.max_staleness
         self.privileged = dict(privileged or {})
         self.delete_checkpoints = delete_checkpoints
         self._deleter: Deleter = deleter or boxes.delete_checkpoints
-        self._slots = asyncio.Semaphore(max_concurrent)
+        self._slots = asyncio.Semaphore(limits.max_concurrent)
         self._env_client: EnvClient | None = None
         self._deletions: set[asyncio.Task[None]] = set()
         self._retry: list[str] = []
@@ -219,14 +225,14 @@ class GroupGrader:
         files; ``passed`` overrides the pass flags derived from rewards; ``step`` is the
         training step the group was dispatched at (default: ``current_step()`` now).
         A group that is not due for grading is answered at once, nothing sent. Raises
-        ValueError for unusable input (no traces, duplicate ids, grade traces, a missing
-        reward in rewards mode); every other failure falls back."""
+        ValueError for unusable input (no traces, duplicate ids, grade traces, a reward
+        missing in rewards mode or not finite); every other failure falls back."""
         if self._closed:
             raise RuntimeError("GroupGrader is closed")
         ids = [trace.id for trace in traces]
         if len(set(ids)) != len(ids):
             raise ValueError(f"group {group_id}: trace ids are not unique: {ids}")
-        if graders := [trace.id for trace in traces if is_grade_trace(trace)]:
+        if graders := [trace.id for trace in traces if is_grade_record(trace)]:
             raise ValueError(f"group {group_id}: grade traces cannot be candidates: {graders}")
         if step is None and self.current_step is not None:
             step = self.current_step()
@@ -320,7 +326,7 @@ class GroupGrader:
         return outcome
 
     def _read_episode(self, row: GroupGradeData, episode: vf.WireEpisode) -> _Outcome:
-        trace = next((t for t in episode.traces if t.info.get("kind") == "grade"), None)
+        trace = next((t for t in episode.traces if is_grade_trace(t)), None)
         if trace is None:
             why = episode.errors[-1].message if episode.errors else "no grade trace came back"
             return _fallback(row, "error", why, episode.id)
@@ -330,7 +336,7 @@ class GroupGrader:
             return _fallback(row, "error", why, episode.id)
         try:
             records = records_from_grade_info(
-                row, info, f_min=self.f_min, lambda_max=self.lambda_max
+                row, info, f_min=self.knobs.f_min, lambda_max=self.knobs.lambda_max
             )
         except ValueError as e:
             why = trace.errors[-1].message if trace.errors else str(e)

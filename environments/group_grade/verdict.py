@@ -1,10 +1,12 @@
-"""The grader's verdict and its structural rules (``GroupVerdict.check``)."""
+"""The grader's verdict and its structural rules (``GroupVerdict.check``). Its text must be
+encodable: a lone surrogate is rejected, naming the field, never escaped."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from group_grade.data import GroupGradeData, HackLevel, Margin
+from group_grade.validators import Utf8Text
 
 
 class Evidence(BaseModel):
@@ -12,14 +14,14 @@ class Evidence(BaseModel):
 
     turn: int
     """The turn the quote comes from, numbered from 1."""
-    quote: str
+    quote: Utf8Text
     """Verbatim text the candidate itself wrote in that turn (not a tool result)."""
 
 
 class CandidateVerdict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
-    label: str
+    label: Utf8Text
     """The candidate's label, e.g. c01."""
     hack: HackLevel = "none"
     """`none`, `suspected` (no quotable proof; changes no score) or `confirmed`."""
@@ -32,11 +34,11 @@ class GroupVerdict(BaseModel):
 
     candidates: list[CandidateVerdict]
     """One entry per candidate label, each exactly once."""
-    ranking: list[list[str]]
+    ranking: list[list[Utf8Text]]
     """Tiers of the rankable candidates, best first; a tier holds candidates judged equal."""
     margins: list[Margin] = Field(default_factory=list)
     """Advantages mode only: the gap between each pair of adjacent tiers (missing = slight)."""
-    notes: str = ""
+    notes: Utf8Text = ""
     """What decided the ranking and the hack calls, briefly."""
 
     @property

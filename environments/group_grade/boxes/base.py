@@ -122,6 +122,8 @@ def split_checkpoint(checkpoint: str) -> tuple[str, str]:
     return scheme, ref
 
 
+GRADE_MOUNT = "/grade"
+"""Where a local box's grading area is mounted; no box workdir may lie there."""
 PRIVILEGED_SUBDIR = "privileged"
 """The hidden tests and other privileged materials, in a box's grading area."""
 RESULTS_SUBDIR = "results"

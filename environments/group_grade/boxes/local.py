@@ -47,6 +47,7 @@ from verifiers.v1.runtimes.subprocess import SubprocessRuntime
 
 from group_grade.boxes import sandbox as sandboxing
 from group_grade.boxes.base import (
+    GRADE_MOUNT,
     RESULTS_SUBDIR,
     Box,
     BoxBackend,
@@ -56,7 +57,7 @@ from group_grade.boxes.base import (
     DeleteReport,
     split_checkpoint,
 )
-from group_grade.boxes.sandbox import GRADE_MOUNT, Mount, Sandbox
+from group_grade.boxes.sandbox import Mount, Sandbox
 
 logger = logging.getLogger(__name__)
 

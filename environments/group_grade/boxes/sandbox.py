@@ -45,16 +45,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from group_grade.boxes.base import BoxLimits
+from group_grade.boxes.base import GRADE_MOUNT, BoxLimits
 
 SANDBOX_UID = 1000
 """The uid (and gid) commands see inside the box, named ``box``."""
 HOST_UID_WHEN_ROOT = 65534
 """The host uid that runs box commands when the tool server is root (``nobody``)."""
 SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-GRADE_MOUNT = "/grade"
-"""Where a box's grading area (hidden tests, runner, results) is mounted."""
-RESULTS_MOUNT = f"{GRADE_MOUNT}/results"
 SHM_MB = 64
 PROBE_SECONDS = 20.0
 FIX_HINT = (
