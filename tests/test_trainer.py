@@ -594,3 +594,31 @@ async def test_a_candidate_calling_a_tool_named_like_the_graders_is_still_graded
     async with GroupGrader("tcp://127.0.0.1:1", client={}, model="m") as grader:
         result = await grader.grade([mimic, candidate("B", 0.0)], group_id="mimic")
     assert result.graded and fake.calls == 1
+
+
+@pytest.mark.anyio
+async def test_the_default_deleter_deletes_local_checkpoints_only_inside_its_root(
+    tmp_path: Path,
+) -> None:
+    """A checkpoint string is a trace's word: the trainer deletes only what lies in the
+    folder it was told its solvers checkpoint into."""
+    root = tmp_path / "checkpoints"
+    root.mkdir()
+    inside = root / "a.tar.gz"
+    inside.write_bytes(b"archive")
+    victim = tmp_path / "precious"
+    victim.mkdir()
+    (victim / "data.txt").write_text("keep me")
+    traces = [
+        candidate("A", 1.0, checkpoint=f"local:{inside}"),
+        candidate("B", 1.0, checkpoint=f"local:{root}/../precious"),
+        candidate("C", 1.0, checkpoint=f"local:{victim}"),
+    ]
+    client = {"base_url": "http://127.0.0.1:9/v1", "api_key_var": KEY_VAR}
+    async with GroupGrader(
+        "tcp://127.0.0.1:9", client=client, model="m", local_checkpoint_root=root
+    ) as grader:
+        result = await grader.grade(traces, group_id="uniform")  # not due: nothing is sent
+    assert not result.graded and result.advantages == [0.0, 0.0, 0.0]
+    assert not inside.exists()
+    assert (victim / "data.txt").read_text() == "keep me"

@@ -26,7 +26,7 @@ def mark_grade_trace(data: GroupGradeData, trace: vf.Trace) -> None:
         trace.info["candidates"] = dict(data.trace_ids)
 
 
-GRADER_TOOLS = frozenset({"submit_verdict", "candidate_shell"})
+GRADER_TOOLS = frozenset({"submit_verdict", "candidate_shell", "run_hidden_tests"})
 TASKSET_IDS = frozenset({"group-grade", "group_grade"})
 ROW_FIELDS = frozenset({"group_id", "privileged", "trace_ids"})
 

@@ -19,9 +19,11 @@ to plain GRPO advantages (zeros in advantages mode) with the reason on every rec
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import verifiers.v1 as vf
@@ -157,7 +159,9 @@ class GroupGrader:
       verdict the env mapped with other values is mapped again here.
     - ``privileged``: files (relative path -> text) given to every group's grader.
     - ``delete_checkpoints``: delete the candidates' checkpoints once a group is done, with
-      ``deleter`` (default ``group_grade.boxes.delete_checkpoints``).
+      ``deleter`` (default ``group_grade.boxes.delete_checkpoints``); ``local_checkpoint_root``
+      is the only folder the default deleter deletes ``local:`` checkpoints in (None: it
+      deletes none, and reports each as failed).
 
     A knob that is not a finite number in its range raises a ValidationError naming it.
     """
@@ -179,6 +183,7 @@ class GroupGrader:
         privileged: Mapping[str, str] | None = None,
         delete_checkpoints: bool = True,
         deleter: Deleter | None = None,
+        local_checkpoint_root: str | Path | None = None,
     ) -> None:
         limits = _Limits(
             timeout=timeout, max_concurrent=max_concurrent, max_staleness=max_staleness
@@ -199,7 +204,9 @@ class GroupGrader:
         self.max_staleness = limits.max_staleness
         self.privileged = dict(privileged or {})
         self.delete_checkpoints = delete_checkpoints
-        self._deleter: Deleter = deleter or boxes.delete_checkpoints
+        self._deleter: Deleter = deleter or functools.partial(
+            boxes.delete_checkpoints, local_root=local_checkpoint_root
+        )
         self._slots = asyncio.Semaphore(limits.max_concurrent)
         self._env_client: EnvClient | None = None
         self._deletions: set[asyncio.Task[None]] = set()
