@@ -10,6 +10,7 @@ import verifiers.v1 as vf
 
 from group_grade import demo, scoring
 from group_grade.acceptance import accept_verdict
+from group_grade.boxes import sandbox
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.data import GroupGradeData
 from tests.grading import KEY_VAR, write_rows
@@ -173,3 +174,19 @@ def test_a_grading_run_that_fails_outright_exits_non_zero(
         llm = ["--model", "broken", "--base-url", server.base_url, "--api-key-var", KEY_VAR]
         assert demo.main([*argv, *llm]) == 1
     assert "  no verdict: fallback `error`" in capsys.readouterr().out
+
+
+def test_the_demo_stops_with_the_reason_when_boxes_cannot_run_hidden_tests(
+    boxes: Path, tmp_path: Path, rows: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+):
+    refused = sandbox.Probe(None, "bwrap: setting up uid map: Permission denied")
+    monkeypatch.setattr(sandbox, "probe", lambda: refused)
+    assert demo.main(["--source", str(rows), "--output-dir", str(tmp_path / "runs")]) == 2
+    captured = capsys.readouterr()
+    assert "cannot grade: this machine cannot isolate local boxes" in captured.err
+    assert "setting up uid map" in captured.err and captured.out == ""
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_self_check_passes_where_boxes_work():
+    assert asyncio.run(demo.box_problem()) is None

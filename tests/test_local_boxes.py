@@ -649,3 +649,19 @@ async def test_checkpoint_from_other_runtime_goes_through_tar_and_read(
             await box.close()
         with pytest.raises(BoxError, match="cannot archive 'missing'"):
             await make_local_checkpoint_from_runtime(runtime, tmp_path / "ckpt", path="missing")
+
+
+def test_mounts_inside_other_mounts_come_after_them() -> None:
+    """A grading environment's Python inside /tmp (a venv in a clone under /tmp) must be
+    mounted after the box's own /tmp, or the box's /tmp hides it."""
+    mounts = [
+        sandbox.Mount("/host/venv", "/tmp/clone/.venv"),
+        sandbox.Mount("/host/usr", "/usr"),
+        sandbox.Mount("/host/results", "/grade/results", writable=True),
+        sandbox.Mount("/host/tmp", "/tmp", writable=True),
+        sandbox.Mount("/host/grade", "/grade"),
+    ]
+    dests = [m.dest for m in sandbox.in_order(mounts)]
+    assert dests.index("/tmp") < dests.index("/tmp/clone/.venv")
+    assert dests.index("/grade") < dests.index("/grade/results")
+    assert dests[:3] == ["/usr", "/tmp", "/grade"]  # siblings keep their order

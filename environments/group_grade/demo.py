@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import contextlib
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,10 +28,13 @@ from verifiers.v1.configs.cli.eval import EvalConfig
 from verifiers.v1.utils.loaders import load_taskset
 from verifiers.v1.utils.trace_store import TRACES_FILE
 
+from group_grade import hidden_tests
 from group_grade.advantages import AdvantageRecord, fallback_records
+from group_grade.boxes.base import BoxError
+from group_grade.boxes.local import LocalBackend, make_local_checkpoint
 from group_grade.chat_server import ChatServer
 from group_grade.citations import CitationReport
-from group_grade.data import GroupGradeData
+from group_grade.data import Candidate, GroupGradeData
 from group_grade.reference import ReferenceGrader
 from group_grade.verdict import GroupVerdict
 
@@ -208,6 +212,37 @@ async def grade(args: argparse.Namespace) -> tuple[list[vf.Episode], EvalConfig]
     return episodes, config
 
 
+SELF_CHECK_TEST = "def test_the_box_runs_pytest():\n    assert True\n"
+
+
+async def box_problem() -> str | None:
+    """Why local boxes cannot run hidden tests on this machine (None: they can): one tiny
+    box, restored and tested exactly as a candidate's is."""
+    with tempfile.TemporaryDirectory(prefix="gg-self-check-") as scratch:
+        tree = Path(scratch) / "tree"
+        tree.mkdir()
+        checkpoint = await make_local_checkpoint(tree, Path(scratch) / "checkpoints")
+        row = GroupGradeData(
+            group_id="self-check",
+            candidates=[Candidate(label="c01", reward=1.0, checkpoint=checkpoint)],
+            privileged={"tests/test_self_check.py": SELF_CHECK_TEST},
+        )
+        try:
+            box = await LocalBackend(box_parent=Path(scratch) / "boxes").restore(checkpoint)
+        except BoxError as e:
+            return str(e)
+        try:
+            await box.stage_grading(hidden_tests.grading_files(row))
+            run = await hidden_tests.run(box, row, "c01", timeout=120, output_cap=2000)
+        except BoxError as e:
+            return str(e)
+        finally:
+            await box.close()
+    if run.status == "passed":
+        return None
+    return f"a trivial hidden test did not pass in a local box: {run.reason}\n{run.output}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m group_grade.demo", description=__doc__)
     parser.add_argument("--source", help="rows file (default: the shipped labeled groups)")
@@ -221,6 +256,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.model is None) != (args.base_url is None):
         parser.error("--model and --base-url go together")
+    if (problem := asyncio.run(box_problem())) is not None:
+        print(f"cannot grade: {problem}", file=sys.stderr)
+        return 2
     start = time.monotonic()
     episodes, config = asyncio.run(grade(args))
     seconds = time.monotonic() - start

@@ -43,7 +43,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from group_grade.boxes.base import GRADE_MOUNT, BoxLimits
 
@@ -165,6 +165,12 @@ def reserved_paths() -> list[str]:
     ]
 
 
+def in_order(mounts: Sequence[Mount]) -> list[Mount]:
+    """``mounts`` with every mount after the mounts its destination lies in (a Python in
+    ``/tmp/x/.venv`` is mounted after the box's ``/tmp``, not hidden by it)."""
+    return sorted(mounts, key=lambda m: len(PurePosixPath(m.dest).parts))
+
+
 def bwrap_argv(
     sandbox: Sandbox,
     mounts: Sequence[Mount],
@@ -175,10 +181,10 @@ def bwrap_argv(
 ) -> list[str]:
     """bwrap's argv for ``command`` (``sh -c``) in ``cwd``. With a host uid to switch to,
     bwrap finds each mount's source where ``launcher`` binds it: ``<stage>/<index>``."""
-    staged = list(mounts)
+    staged = in_order(mounts)
     if sandbox.host_uid is not None:
         stage = _stage_dir()
-        staged = [Mount(f"{stage}/{i}", m.dest, m.writable) for i, m in enumerate(mounts)]
+        staged = [Mount(f"{stage}/{i}", m.dest, m.writable) for i, m in enumerate(staged)]
     args = [
         sandbox.bwrap,
         "--unshare-user",
@@ -222,7 +228,9 @@ def launcher(sandbox: Sandbox, mounts: Sequence[Mount], limits: BoxLimits) -> Ca
     tool server the staged binds and the switch to the unprivileged host uid."""
     libc = _libc()
     stage = _stage_dir().encode()
-    binds = [(m.source.encode(), f"{_stage_dir()}/{i}".encode()) for i, m in enumerate(mounts)]
+    binds = [
+        (m.source.encode(), f"{_stage_dir()}/{i}".encode()) for i, m in enumerate(in_order(mounts))
+    ]
     host_uid = sandbox.host_uid
     rlimits = [
         (resource.RLIMIT_CPU, limits.cpu_seconds),
