@@ -238,8 +238,8 @@ async def test_the_grader_runs_hidden_tests_in_two_restored_boxes(boxes: Path, t
     (trace,) = episode.traces
     assert episode.ok, (trace.stop_condition, trace.errors)
     first, second = tool_results(server.requests[-1])
-    assert "2 passed" in first and first.endswith("[exit code 0]")
-    assert "2 failed" in second and second.endswith("[exit code 1]")
+    assert first.startswith("[c01] exit code 0\n") and "2 passed" in first
+    assert second.startswith("[c02] exit code 1\n") and "2 failed" in second
     assert trace.metrics["restores"] == 2.0 and trace.metrics["restore_seconds"] > 0
     assert advantages(trace) == {"c01": 0.5, "c02": -0.5}
 

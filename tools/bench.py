@@ -773,7 +773,7 @@ async def measure_restores(settings: Settings, scratch: Path) -> dict[str, Any]:
                 call = time.perf_counter()
                 answer = await tools.shell(label, "true")
                 done = time.perf_counter()
-                if not answer.endswith("[exit code 0]"):
+                if not answer.startswith(f"[{label}] exit code 0\n"):
                     raise RuntimeError(f"candidate_shell({label}) failed: {answer}")
                 latencies.append(done - call)
                 answers.append(done - asked)

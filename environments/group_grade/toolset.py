@@ -7,6 +7,7 @@ boxes are restored on first use and all closed when the server stops, however th
 
 import contextlib
 import ctypes
+import logging
 import os
 import signal
 import threading
@@ -30,6 +31,8 @@ from group_grade.data import GroupGradeData, Margin
 from group_grade.state import GradeState
 from group_grade.transcript import cut_middle
 from group_grade.verdict import CandidateVerdict, GroupVerdict
+
+logger = logging.getLogger(__name__)
 
 
 class GradeToolsetConfig(vf.ToolsetConfig):
@@ -102,6 +105,15 @@ def stop_on_signals() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+ASKED_LABEL_CHARS = 40
+
+
+def asked_label(label: str) -> str:
+    """An unknown label as asked, escaped (one line) and cut to a readable length."""
+    shown = repr(label)[1:-1]
+    return shown if len(shown) <= ASKED_LABEL_CHARS else shown[: ASKED_LABEL_CHARS - 3] + "..."
+
+
 class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
     TOOL_PREFIX = None
 
@@ -162,13 +174,17 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
         return box
 
     async def shell(self, label: str, command: str) -> str:
+        """The answer to one ``candidate_shell`` call. Its first line names the label and
+        the outcome (``[c03] exit code 1``, ``[c03] timed out after 120 s ...``, ``[c03]
+        error: ...``), the output follows; nothing raises, so a call that fails is answered
+        on its own and the other calls of the same response are not touched."""
         labels = self.data.labels
         if label not in labels:
-            return f"unknown label {label!r}; the candidates are {', '.join(labels)}"
+            return f"[{asked_label(label)}] unknown label; the candidates are {', '.join(labels)}"
         if self.data.candidate(label).checkpoint is None:
             return (
-                f"{label} has no box (no checkpoint was saved for it): grade it from its "
-                "staged files (turns.json, patch.diff, digest.md)"
+                f"[{label}] error: this candidate has no box (no checkpoint was saved for it): "
+                "grade it from its staged files (turns.json, patch.diff, digest.md)"
             )
         try:
             async with self.pool.use(label) as box:
@@ -179,16 +195,17 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
                     workdir=self.data.box_workdir,
                 )
         except BoxError as e:
-            return f"could not use {label}'s box: {e}"
+            return f"[{label}] error: could not use its box: {e}"
+        except Exception as e:
+            logger.warning("candidate_shell(%s) failed", label, exc_info=True)
+            return f"[{label}] error: the command could not run: {type(e).__name__}: {e}"
         finally:
             self.publish()
         output = cut_middle(result.output, self.config.output_cap)
         if result.timed_out:
-            return (
-                f"{output}\n[command timed out after {self.config.command_timeout:g} s and "
-                "was killed; the output above is what it printed before]"
-            )
-        return f"{output}\n[exit code {result.exit_code}]"
+            timeout = self.config.command_timeout
+            return f"[{label}] timed out after {timeout:g} s (the command was killed)\n{output}"
+        return f"[{label}] exit code {result.exit_code}\n{output}"
 
     @vf.tool
     async def candidate_shell(self, label: str, command: str) -> str:
