@@ -12,7 +12,7 @@ each step below ends with these invariants true:
 2. Eviction takes only a slot whose box is restored and that no use holds, and takes it out
    of ``_slots`` in the same step as it picks it, before closing its box. So a box in use
    is never closed, and a box being closed is never handed out: the next use of its label
-   restores a new one.
+   restores a new one. A close that fails is logged; no use gets its error.
 3. The bound: a new slot, a finished restore and a use ending each evict the least
    recently used idle boxes while more than ``max_open`` slots remain (restores in flight
    count). More remain only while more than ``max_open`` slots are in use or restoring,
@@ -23,7 +23,9 @@ each step below ends with these invariants true:
 5. ``close_all`` refuses every use from then on (BoxError), lets the uses and restores in
    flight end (a use whose restore ends then gets a BoxError, not the box), then closes
    every box left. Each box is closed once: by the eviction that took its slot out, or by
-   ``close_all``, which empties ``_slots`` itself.
+   ``close_all``, which empties ``_slots`` itself. The wait is bounded (``DRAIN_SECONDS``):
+   past it, restores still running are cancelled and boxes still in use are closed anyway,
+   the one case of a box closed in use (the run is over, and a box must not outlive it).
 """
 
 from __future__ import annotations
