@@ -28,10 +28,16 @@ def submit(verdict: dict[str, Any]) -> Reply:
 
 
 def env_config(
-    rows: Path, *, harness: str | None = None, agent_timeout: float = 120, **agent: Any
+    rows: Path,
+    *,
+    harness: str | None = None,
+    agent_timeout: float = 120,
+    task: dict[str, Any] | None = None,
+    **agent: Any,
 ) -> dict[str, Any]:
+    """``task``: the task config (``--env.taskset.task.*``), e.g. ``{"tools": {...}}``."""
     return {
-        "taskset": {"id": "group-grade", "source": str(rows)},
+        "taskset": {"id": "group-grade", "source": str(rows), **({"task": task} if task else {})},
         "agent": {
             "runtime": {"type": "subprocess"},
             "max_turns": 12,

@@ -58,8 +58,8 @@ async def test_hidden_tests_pass_in_the_fixed_box_and_fail_in_the_buggy_one(tmp_
     tools = await toolset(tmp_path)
     passed = await tools.shell("c01", HIDDEN_TEST_COMMAND)
     failed = await tools.shell("c02", HIDDEN_TEST_COMMAND)
-    assert "2 passed" in passed and passed.endswith("[exit code 0]")
-    assert "2 failed" in failed and failed.endswith("[exit code 1]")
+    assert passed.startswith("[c01] exit code 0\n") and "2 passed" in passed
+    assert failed.startswith("[c02] exit code 1\n") and "2 failed" in failed
     assert tools.pool.restores == 2 and tools.state.restores == 2
     assert tools.state.restore_seconds > 0
     await tools._exit_stack.aclose()
@@ -145,7 +145,7 @@ async def test_a_command_cannot_reach_the_network(tmp_path: Path):
 async def test_timeouts_and_huge_output_are_bounded(tmp_path: Path):
     tools = await toolset(tmp_path, command_timeout=1.0, output_cap=1000)
     out = await tools.shell("c01", "echo started; sleep 30")
-    assert out.startswith("started") and "timed out after 1 s" in out
+    assert out == "[c01] timed out after 1 s (the command was killed)\nstarted\n"
     big = await tools.shell("c01", "python3 -c \"print('x' * 200000)\"")
     assert "characters cut ...]" in big and len(big) < 1200
     await tools.pool.close_all()
@@ -156,12 +156,59 @@ async def test_bad_labels_missing_boxes_and_failed_restores_answer_clearly(tmp_p
     tools = await toolset(tmp_path)
     assert (
         await tools.shell("c09", "ls")
-        == "unknown label 'c09'; the candidates are c01, c02, c03, c04, c05"
+        == "[c09] unknown label; the candidates are c01, c02, c03, c04, c05"
     )
-    assert "c04 has no box" in await tools.shell("c04", "ls")
+    assert await tools.shell("c01\n" + "x" * 100, "ls") == (
+        "[c01\\n" + "x" * 32 + "...] unknown label; the candidates are c01, c02, c03, c04, c05"
+    )
+    assert (await tools.shell("c04", "ls")).startswith("[c04] error: this candidate has no box")
     failed = await tools.shell("c05", "ls")
-    assert failed.startswith("could not use c05's box:") and "missing.tar.gz" in failed
+    assert failed.startswith("[c05] error: could not use its box:") and "missing.tar.gz" in failed
     await tools.pool.close_all()
+
+
+@pytest.mark.anyio
+async def test_a_failing_call_is_answered_alone_as_text_naming_its_label(tmp_path: Path):
+    """Calls of one response run at once; each answer starts with its own label, and a call
+    that fails (whatever raised) is answered as text without touching the others."""
+    tools = await toolset(tmp_path, max_open_boxes=1)
+    answers = await asyncio.gather(
+        tools.shell("c01", "cat calc.py"),
+        tools.shell("c02", "echo a\0b"),
+        tools.shell("c07", "ls"),
+        tools.shell("c04", "ls"),
+        tools.shell("c05", "ls"),
+        tools.shell("c03", "cat calc.py"),
+    )
+    assert answers[0] == f"[c01] exit code 0\n{FIXED}"
+    assert answers[1].startswith("[c02] error: the command could not run: ValueError:")
+    assert answers[2].startswith("[c07] unknown label")
+    assert answers[3].startswith("[c04] error: this candidate has no box")
+    assert answers[4].startswith("[c05] error: could not use its box:")
+    assert answers[5] == f"[c03] exit code 0\n{BUGGY}"
+    await tools.pool.close_all()
+    assert open_boxes(tmp_path) == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("box_workdir", "app", "root_alias must be an absolute path"),
+        ("box_env", {"FLAG": "a\0b"}, "ValueError"),
+        ("box_env", {"A=B": "1"}, "ValueError"),
+    ],
+)
+async def test_row_values_a_box_cannot_use_are_answered_not_raised(
+    tmp_path: Path, field: str, value: object, problem: str
+):
+    tools = await toolset(tmp_path)
+    # model_copy does not validate: what the tool gets if a bad value passed the row checks.
+    tools.data = tools.data.model_copy(update={field: value})
+    answer = await tools.shell("c01", "true")
+    assert answer.startswith("[c01] error: ") and problem in answer
+    await tools._exit_stack.aclose()
+    assert open_boxes(tmp_path) == []
 
 
 @pytest.mark.anyio
@@ -273,7 +320,7 @@ async def test_candidate_shell_over_prime_boxes(tmp_path: Path, fake: FakePrimeA
     tools = GradeToolset(GradeToolsetConfig())
     await tools.setup_task(data)
     out = await tools.shell("c01", HIDDEN_TEST_COMMAND)
-    assert "2 passed" in out and out.endswith("[exit code 0]")
+    assert out.startswith("[c01] exit code 0\n") and "2 passed" in out
     assert tools.pool.restores == 1
     await tools._exit_stack.aclose()
     assert fake.create_requests[-1]["network_allowlist"] == []

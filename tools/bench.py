@@ -794,7 +794,7 @@ async def _restore_modes(
                 call = time.perf_counter()
                 answer = await tools.shell(label, "true")
                 done = time.perf_counter()
-                if "exit code 0" not in answer:
+                if not answer.startswith(f"[{label}] exit code 0\n"):
                     raise RuntimeError(f"candidate_shell({label}) failed: {answer}")
                 latencies.append(done - call)
                 answers.append(done - asked)

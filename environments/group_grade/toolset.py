@@ -7,6 +7,7 @@ boxes are restored on first use and all closed when the server stops, however th
 
 import contextlib
 import ctypes
+import logging
 import os
 import signal
 import threading
@@ -31,6 +32,8 @@ from group_grade.data import GroupGradeData, Margin
 from group_grade.state import GradeState
 from group_grade.transcript import cut_middle
 from group_grade.verdict import CandidateVerdict, GroupVerdict
+
+logger = logging.getLogger(__name__)
 
 
 class GradeToolsetConfig(vf.ToolsetConfig):
@@ -110,6 +113,15 @@ def stop_on_signals() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+ASKED_LABEL_CHARS = 40
+
+
+def asked_label(label: str) -> str:
+    """An unknown label as asked, escaped (one line) and cut to a readable length."""
+    shown = repr(label)[1:-1]
+    return shown if len(shown) <= ASKED_LABEL_CHARS else shown[: ASKED_LABEL_CHARS - 3] + "..."
+
+
 class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
     TOOL_PREFIX = None
 
@@ -170,13 +182,17 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
         return box
 
     async def shell(self, label: str, command: str) -> str:
+        """The answer to one ``candidate_shell`` call. Its first line names the label and
+        the outcome (``[c03] exit code 1``, ``[c03] timed out after 120 s ...``, ``[c03]
+        error: ...``), the output follows; nothing raises, so a call that fails is answered
+        on its own and the other calls of the same response are not touched."""
         labels = self.data.labels
         if label not in labels:
-            return f"unknown label {label!r}; the candidates are {', '.join(labels)}"
+            return f"[{asked_label(label)}] unknown label; the candidates are {', '.join(labels)}"
         if self.data.candidate(label).checkpoint is None:
             return (
-                f"{label} has no box (no checkpoint was saved for it): grade it from its "
-                "staged files (turns.json, patch.diff, digest.md)"
+                f"[{label}] error: this candidate has no box (no checkpoint was saved for it): "
+                "grade it from its staged files (turns.json, patch.diff, digest.md)"
             )
         try:
             async with self.pool.use(label) as box:
@@ -187,27 +203,30 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
                     workdir=self.data.box_workdir,
                 )
         except BoxError as e:
-            return f"could not use {label}'s box: {e}"
+            return f"[{label}] error: could not use its box: {e}"
+        except Exception as e:
+            logger.warning("candidate_shell(%s) failed", label, exc_info=True)
+            return f"[{label}] error: the command could not run: {type(e).__name__}: {e}"
         finally:
             self.publish()
         output = cut_middle(result.output, self.config.output_cap)
         if result.timed_out:
-            return (
-                f"{output}\n[command timed out after {self.config.command_timeout:g} s and "
-                "was killed; the output above is what it printed before]"
-            )
-        return f"{output}\n[exit code {result.exit_code}]"
+            timeout = self.config.command_timeout
+            return f"[{label}] timed out after {timeout:g} s (the command was killed)\n{output}"
+        return f"[{label}] exit code {result.exit_code}\n{output}"
 
     @vf.tool
     async def candidate_shell(self, label: str, command: str) -> str:
         """Run a shell command (`sh -c`) in candidate `label`'s own box, exactly as the
         candidate left it (restored on first use; your changes persist between calls; no
-        network). The hidden tests are at `$GRADE_PRIVILEGED` (read-only in local boxes)."""
+        network). The hidden tests are at `$GRADE_PRIVILEGED` (read-only in local boxes).
+        The answer's first line names the label and the outcome (`[c03] exit code 1`), the
+        output follows."""
         return await self.shell(label, command)
 
     async def hidden_test_report(self, label: str) -> hidden_tests.HiddenTestRun:
         if label not in self.data.labels:
-            return hidden_tests.not_run(label[:80], "unknown label")
+            return hidden_tests.not_run(asked_label(label), "unknown label")
         if self.data.candidate(label).checkpoint is None:
             reason = "it has no box (no checkpoint was saved): grade it from its staged files"
             return hidden_tests.not_run(label, reason)
@@ -222,6 +241,9 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
                 )
         except BoxError as e:
             return hidden_tests.not_run(label, f"its box could not be used: {e}")
+        except Exception as e:
+            logger.warning("run_hidden_tests(%s) failed", label, exc_info=True)
+            return hidden_tests.not_run(label, f"the run failed: {type(e).__name__}: {e}")
         finally:
             self.publish()
 
