@@ -44,6 +44,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -72,7 +73,13 @@ from starlette.types import Receive, Scope, Send
 
 from group_grade.boxes import sandbox as sandboxing
 
-_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_PATH = os.pathsep.join(
+    [
+        os.path.dirname(sys.executable),
+        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    ]
+)
+"""As in an image with Python: the test's own (mounted in every command's jail) comes first."""
 _READ_FILE_LIMIT = 10 * 1024 * 1024
 _CHUNK = 64 * 1024
 _DRAIN_SECONDS = 0.5

@@ -321,8 +321,46 @@ async def test_candidate_shell_over_prime_boxes(tmp_path: Path, fake: FakePrimeA
     await tools.setup_task(data)
     out = await tools.shell("c01", HIDDEN_TEST_COMMAND)
     assert out.startswith("[c01] exit code 0\n") and "2 passed" in out
+    run = HiddenTestRun.model_validate_json(await tools.run_hidden_tests("c01"))
+    assert run.status == "passed" and run.counts == JUnitCounts(tests=2, passed=2), run
+    where = await tools.shell("c01", 'echo "$GRADE_PRIVILEGED"; touch /app/.grade')
+    assert where.split("\n")[1].startswith("/tmp/grade-") and where.endswith("/privileged\n")
     assert tools.pool.restores == 1
     await tools._exit_stack.aclose()
     assert fake.create_requests[-1]["network_allowlist"] == []
     report = await delete_checkpoints([checkpoint])
     assert report.deleted == [checkpoint]
+
+
+@pytest.mark.anyio
+async def test_a_prime_box_that_blocks_the_grading_area_is_reported_not_run(
+    tmp_path: Path, fake: FakePrimeAPI
+):
+    """A candidate owns its prime box: it can make /tmp a file so that no grading area can be
+    made. The hidden tests are then `not_run` with that reason, never judged from its own."""
+    async with AsyncSandboxClient() as client:
+        source = await client.create(
+            CreateSandboxRequest(name="solver", docker_image="python:3.11")
+        )
+        await client.wait_for_creation(source.id, max_attempts=10)
+        await client.upload_bytes(source.id, "/app/calc.py", BUGGY.encode(), filename="calc.py")
+        await client.execute_command(source.id, "rm -rf /tmp && echo blocked > /tmp")
+        checkpoint = await make_prime_checkpoint(source.id, client=client, timeout=30)
+        await client.delete(source.id)
+    data = GroupGradeData(
+        group_id="g",
+        box_workdir="/app",
+        privileged=HIDDEN_TESTS,
+        candidates=[Candidate(label="c01", reward=1.0, passed=True, checkpoint=checkpoint)],
+    )
+    tools = GradeToolset(GradeToolsetConfig(prefetch=False))
+    await tools.setup_task(data)
+    run = HiddenTestRun.model_validate_json(await tools.run_hidden_tests("c01"))
+    shell = await tools.shell("c01", "ls")
+    await tools._exit_stack.aclose()
+    assert run.status == "not_run"
+    assert "the hidden tests cannot be placed in its box" in run.reason
+    assert "cannot make the grading area /tmp/grade-" in run.reason
+    assert shell.startswith("[c01] error: could not use its box: the hidden tests cannot be")
+    restored = [s for s in fake.sandboxes.values() if s.request.get("checkpoint_id")]
+    assert restored and all(s.status == "TERMINATED" for s in restored)

@@ -47,7 +47,8 @@ def hidden_test_command(data: GroupGradeData, grade_dir: str) -> str:
     clear = 'rm -f "$GRADE_RESULTS/junit.xml"'
     if data.hidden_test_command is not None:
         return f"{clear}\n{data.hidden_test_command}"
-    return f"{clear}\npython -I {shlex.quote(f'{grade_dir}/{RUNNER}')}"
+    python = '"$(command -v python3 || command -v python)"'
+    return f"{clear}\n{python} -I {shlex.quote(f'{grade_dir}/{RUNNER}')}"
 
 
 Status = Literal["passed", "failed", "not_run"]
