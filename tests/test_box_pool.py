@@ -41,6 +41,12 @@ class FakeBox(Box):
     ) -> CommandResult:
         return CommandResult(0, self.label)
 
+    async def stage_grading(self, files: dict[str, bytes]) -> None:
+        pass
+
+    async def read_result(self, name: str, *, max_bytes: int) -> bytes | None:
+        return None
+
     async def read(self, path: str) -> bytes:
         return b""
 

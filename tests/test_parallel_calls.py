@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from group_grade.boxes.local import can_isolate_network, make_local_checkpoint
+from group_grade.boxes.local import make_local_checkpoint
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.data import Candidate, GroupGradeData
 from tests.grading import grade, submit, write_rows
@@ -95,7 +95,6 @@ async def test_parallel_calls_over_more_labels_than_the_bound(
         "max_open_boxes": bound,
         "prefetch": True,
         "box_parent": str(parent),
-        "require_network_isolation": can_isolate_network(),
     }
     async with ChatServer(model) as server:
         episode = await grade(
