@@ -112,10 +112,7 @@ def hidden_tests_how(data: GroupGradeData) -> str:
     """How ``run_hidden_tests`` runs this row's hidden tests, for the prompt."""
     if data.hidden_test_command is not None:
         return f"the row's own command `{one_line(data.hidden_test_command)}`"
-    return (
-        "pytest over the hidden test files, ignoring the candidate's own test configuration: "
-        "its `pytest.ini`, `setup.cfg`, `tox.ini`, `pyproject.toml`, `conftest.py` and plugins"
-    )
+    return "pytest, ignoring the candidate's test configuration, `conftest.py` and plugins"
 
 
 def one_line(text: str, cap: int = 200) -> str:
