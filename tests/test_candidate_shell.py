@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -346,7 +347,9 @@ async def test_a_prime_box_that_blocks_the_grading_area_is_reported_not_run(
         )
         await client.wait_for_creation(source.id, max_attempts=10)
         await client.upload_bytes(source.id, "/app/calc.py", BUGGY.encode(), filename="calc.py")
-        await client.execute_command(source.id, "rm -rf /tmp && echo blocked > /tmp")
+        tmp = fake.sandbox_root(source.id) / "tmp"  # what `rm -rf /tmp; echo > /tmp` leaves
+        shutil.rmtree(tmp)
+        tmp.write_text("blocked\n")
         checkpoint = await make_prime_checkpoint(source.id, client=client, timeout=30)
         await client.delete(source.id)
     data = GroupGradeData(
