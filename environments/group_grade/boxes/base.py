@@ -15,6 +15,13 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+GRADE_MOUNT = "/grade"
+"""Where a local box's grading area is mounted; no box workdir may lie there."""
+PRIVILEGED_SUBDIR = "privileged"
+"""The hidden tests and other privileged materials, in a box's grading area."""
+RESULTS_SUBDIR = "results"
+"""Where a hidden-test run writes its result (``junit.xml``), in a box's grading area."""
+
 
 class BoxError(RuntimeError):
     """A box could not be restored or driven; the message is fit to show the grader."""
@@ -120,14 +127,6 @@ def split_checkpoint(checkpoint: str) -> tuple[str, str]:
             "'prime:<checkpoint id>'"
         )
     return scheme, ref
-
-
-GRADE_MOUNT = "/grade"
-"""Where a local box's grading area is mounted; no box workdir may lie there."""
-PRIVILEGED_SUBDIR = "privileged"
-"""The hidden tests and other privileged materials, in a box's grading area."""
-RESULTS_SUBDIR = "results"
-"""Where a hidden-test run writes its result (``junit.xml``), in a box's grading area."""
 
 
 class BoxLimits(BaseModel):
