@@ -757,78 +757,86 @@ async def measure_restores(settings: Settings, scratch: Path) -> dict[str, Any]:
         "think_s": settings.think_seconds,
         "max_open_boxes": settings.restore_ks,
     }
-    out |= await _restore_modes(settings, scratch / "bwrap", row, isolated=True)
     unavailable = sandbox.Probe(None, "benchmark baseline: no sandbox")
-    with mock.patch.object(sandbox, "probe", lambda: unavailable):
-        out["unsandboxed"] = await _restore_modes(settings, scratch / "none", row, isolated=False)
+    runs: dict[tuple[bool, bool], list[dict[str, Any]]] = {}
+    for i in range(settings.restore_repeats):
+        # Sandboxed and unsandboxed runs alternate, so both meet the same machine.
+        for prefetch in (False, True):
+            for isolated in (True, False):
+                parent = scratch / f"boxes-{int(isolated)}-{int(prefetch)}-{i}"
+                if isolated:
+                    run = await _restore_run(settings, parent, row, prefetch, isolated)
+                else:
+                    with mock.patch.object(sandbox, "probe", lambda: unavailable):
+                        run = await _restore_run(settings, parent, row, prefetch, isolated)
+                runs.setdefault((isolated, prefetch), []).append(run)
+    bare: dict[str, Any] = {}
+    for (isolated, prefetch), mode_runs in runs.items():
+        key = "prefetch" if prefetch else "no_prefetch"
+        (out if isolated else bare)[key] = _restore_summary(mode_runs)
+    out["unsandboxed"] = bare
     return out
 
 
-async def _restore_modes(
-    settings: Settings, scratch: Path, row: GroupGradeData, *, isolated: bool
+async def _restore_run(
+    settings: Settings, parent: Path, row: GroupGradeData, prefetch: bool, isolated: bool
 ) -> dict[str, Any]:
-    """Both prefetch modes of 4b, each repeated ``settings.restore_repeats`` times."""
+    """One grading run's first calls in its boxes (4b)."""
     from group_grade.toolset import GradeToolset, GradeToolsetConfig
 
     labels = row.labels[: settings.restore_ks]
-    out: dict[str, Any] = {}
-    for prefetch in (False, True):
-        runs: list[dict[str, Any]] = []
-        for i in range(settings.restore_repeats):
-            parent = scratch / f"boxes-{int(prefetch)}-{i}"
-            tools = GradeToolset(
-                GradeToolsetConfig(
-                    box_parent=str(parent),
-                    prefetch=prefetch,
-                    max_open_boxes=settings.restore_ks,
-                    require_isolation=isolated,
-                )
-            )
-            started = time.perf_counter()
-            await tools.setup_task(row)
-            await asyncio.sleep(settings.think_seconds)  # the grader's first model turn
-            asked = time.perf_counter()
-            answers, latencies, open_before = [], [], []
-            for label in labels:
-                open_before.append(label in tools.pool.open_labels)
-                call = time.perf_counter()
-                answer = await tools.shell(label, "true")
-                done = time.perf_counter()
-                if not answer.startswith(f"[{label}] exit code 0\n"):
-                    raise RuntimeError(f"candidate_shell({label}) failed: {answer}")
-                latencies.append(done - call)
-                answers.append(done - asked)
-            call = time.perf_counter()
-            await tools.shell(labels[0], "true")  # a box already in use: the command alone
-            warm = time.perf_counter() - call
-            await tools._exit_stack.aclose()
-            runs.append(
-                {
-                    "since_first_call_s": answers,
-                    "since_setup_s": [a + (asked - started) for a in answers],
-                    "call_latency_s": latencies,
-                    "open_before_call": open_before,
-                    "warm_call_s": warm,
-                    "restores": tools.pool.restores,
-                    "restore_s": tools.pool.restore_seconds / max(1, tools.pool.restores),
-                }
-            )
-            shutil.rmtree(parent, ignore_errors=True)
-        key = "prefetch" if prefetch else "no_prefetch"
-        out[key] = {
-            "runs": runs,
-            "since_first_call_median_s": [
-                statistics.median(r["since_first_call_s"][k] for r in runs)
-                for k in range(len(labels))
-            ],
-            "call_latency_median_s": [
-                statistics.median(r["call_latency_s"][k] for r in runs) for k in range(len(labels))
-            ],
-            "restore_median_s": statistics.median(r["restore_s"] for r in runs),
-            "warm_call_median_s": statistics.median(r["warm_call_s"] for r in runs),
-            "all_open_before_call": all(all(r["open_before_call"]) for r in runs),
-        }
-    return out
+    tools = GradeToolset(
+        GradeToolsetConfig(
+            box_parent=str(parent),
+            prefetch=prefetch,
+            max_open_boxes=settings.restore_ks,
+            require_isolation=isolated,
+        )
+    )
+    started = time.perf_counter()
+    await tools.setup_task(row)
+    await asyncio.sleep(settings.think_seconds)  # the grader's first model turn
+    asked = time.perf_counter()
+    answers, latencies, open_before = [], [], []
+    for label in labels:
+        open_before.append(label in tools.pool.open_labels)
+        call = time.perf_counter()
+        answer = await tools.shell(label, "true")
+        done = time.perf_counter()
+        if not answer.startswith(f"[{label}] exit code 0\n"):
+            raise RuntimeError(f"candidate_shell({label}) failed: {answer}")
+        latencies.append(done - call)
+        answers.append(done - asked)
+    call = time.perf_counter()
+    await tools.shell(labels[0], "true")  # a box already in use: the command alone
+    warm = time.perf_counter() - call
+    await tools._exit_stack.aclose()
+    shutil.rmtree(parent, ignore_errors=True)
+    return {
+        "since_first_call_s": answers,
+        "since_setup_s": [a + (asked - started) for a in answers],
+        "call_latency_s": latencies,
+        "open_before_call": open_before,
+        "warm_call_s": warm,
+        "restores": tools.pool.restores,
+        "restore_s": tools.pool.restore_seconds / max(1, tools.pool.restores),
+    }
+
+
+def _restore_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    ks = len(runs[0]["call_latency_s"])
+    return {
+        "runs": runs,
+        "since_first_call_median_s": [
+            statistics.median(r["since_first_call_s"][k] for r in runs) for k in range(ks)
+        ],
+        "call_latency_median_s": [
+            statistics.median(r["call_latency_s"][k] for r in runs) for k in range(ks)
+        ],
+        "restore_median_s": statistics.median(r["restore_s"] for r in runs),
+        "warm_call_median_s": statistics.median(r["warm_call_s"] for r in runs),
+        "all_open_before_call": all(all(r["open_before_call"]) for r in runs),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
