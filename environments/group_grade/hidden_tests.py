@@ -2,9 +2,11 @@
 printing: the JUnit XML the run writes outside the candidate's tree, with the exit code.
 
 A row's ``hidden_test_command`` runs as given (its exit code is the result; a JUnit XML it
-writes to ``$GRADE_RESULTS/junit.xml`` adds the counts). Otherwise group-grade's own runner
-(``box_files/run_hidden_tests.py``) runs pytest over the privileged materials, ignoring the
-candidate's test configuration, and must leave a JUnit XML: a run without one did not pass.
+writes to ``$GRADE_RESULTS/junit.xml`` adds the counts). Otherwise, when the privileged
+materials hold test files in any folder, group-grade's own runner
+(``box_files/run_hidden_tests.py``) runs pytest over them, ignoring the candidate's test
+configuration, and must leave a JUnit XML: a run without one did not pass. Failing both, a
+``run_tests.sh`` among them runs (its exit code is the result).
 
 Code under test still runs inside the test process: a module that patches pytest at import
 time is out of reach of any runner; the grader's audit of the patch is what catches that.
@@ -14,7 +16,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Literal
 from xml.etree import ElementTree
 
@@ -41,14 +44,54 @@ def grading_files(data: GroupGradeData) -> dict[str, bytes]:
     return files
 
 
-def hidden_test_command(data: GroupGradeData, grade_dir: str) -> str:
-    """The command that runs ``data``'s hidden tests in a box whose grading area is at
-    ``grade_dir``; it starts by removing any earlier result."""
+TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test)\.py$")
+"""What pytest collects by default, in any folder of the privileged materials."""
+RUN_SCRIPT = "run_tests.sh"
+
+
+@dataclass(frozen=True)
+class HiddenTestPlan:
+    """How a row's hidden tests run: a command, and whether its result must be a JUnit XML
+    (group-grade's runner) or is its exit code (a declared command, a ``run_tests.sh``)."""
+
+    command: str
+    junit_required: bool
+
+
+def hidden_test_plan(data: GroupGradeData, grade_dir: str) -> HiddenTestPlan | None:
+    """The row's declared command; else group-grade's pytest runner when the privileged
+    materials hold test files (``test_*.py``, ``*_test.py``, whatever the folder); else their
+    ``run_tests.sh``; None when there is nothing to run. Each starts by removing any earlier
+    result."""
     clear = 'rm -f "$GRADE_RESULTS/junit.xml"'
     if data.hidden_test_command is not None:
-        return f"{clear}\n{data.hidden_test_command}"
-    python = '"$(command -v python3 || command -v python)"'
-    return f"{clear}\n{python} -I {shlex.quote(f'{grade_dir}/{RUNNER}')}"
+        return HiddenTestPlan(f"{clear}\n{data.hidden_test_command}", junit_required=False)
+    if any(TEST_FILE.search(path) for path in data.privileged):
+        python = '"$(command -v python3 || command -v python)"'
+        runner = shlex.quote(f"{grade_dir}/{RUNNER}")
+        return HiddenTestPlan(f"{clear}\n{python} -I {runner}", junit_required=True)
+    scripts = sorted(p for p in data.privileged if PurePosixPath(p).name == RUN_SCRIPT)
+    if scripts:
+        script = shlex.quote(f"{grade_dir}/{PRIVILEGED_SUBDIR}/{scripts[0]}")
+        return HiddenTestPlan(f"{clear}\nbash {script}", junit_required=False)
+    return None
+
+
+def describe(data: GroupGradeData) -> str:
+    """How ``run_hidden_tests`` runs this row's hidden tests, in a few words for the prompt."""
+    plan = hidden_test_plan(data, "$GRADE_DIR")
+    if plan is None:
+        return "this group has no hidden tests to run: it answers `not_run`"
+    if data.hidden_test_command is not None:
+        return f"the row's own command `{one_line(data.hidden_test_command)}`"
+    if plan.junit_required:
+        return "pytest, ignoring the candidate's test configuration, `conftest.py` and plugins"
+    return "the hidden `run_tests.sh`; its exit code is the result"
+
+
+def one_line(text: str, cap: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= cap else flat[: cap - 3] + "..."
 
 
 Status = Literal["passed", "failed", "not_run"]
@@ -166,7 +209,10 @@ async def run(
     box: Box, data: GroupGradeData, label: str, *, timeout: float, output_cap: int
 ) -> HiddenTestRun:
     """Run ``data``'s hidden tests in ``label``'s box (its grading area already staged)."""
-    command = hidden_test_command(data, box.grade_dir)
+    plan = hidden_test_plan(data, box.grade_dir)
+    if plan is None:
+        return not_run(label, "the privileged materials hold no test file and no run_tests.sh")
+    command = plan.command
     try:
         result = await box.run(
             command, timeout=timeout, env=dict(data.box_env), workdir=data.box_workdir
@@ -177,7 +223,7 @@ async def run(
     status, reason, counts = judge(
         result,
         junit,
-        junit_required=data.hidden_test_command is None,
+        junit_required=plan.junit_required,
         timeout=timeout,
     )
     if counts is not None and len(counts.failing) > MAX_FAILING_SHOWN:

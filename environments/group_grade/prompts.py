@@ -9,6 +9,7 @@ from pathlib import Path
 import jinja2
 from pydantic import BaseModel
 
+from group_grade import hidden_tests
 from group_grade.citations import MIN_QUOTE_CHARS, MIN_QUOTE_WORDS
 from group_grade.data import GroupGradeData, Mode
 from group_grade.transcript import ELIDED
@@ -108,18 +109,6 @@ def _task_excerpt(task: str, keep: int, grade_root: str) -> str:
     return f"{head}\n\n{note}"
 
 
-def hidden_tests_how(data: GroupGradeData) -> str:
-    """How ``run_hidden_tests`` runs this row's hidden tests, for the prompt."""
-    if data.hidden_test_command is not None:
-        return f"the row's own command `{one_line(data.hidden_test_command)}`"
-    return "pytest, ignoring the candidate's test configuration, `conftest.py` and plugins"
-
-
-def one_line(text: str, cap: int = 200) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= cap else flat[: cap - 3] + "..."
-
-
 def render_prompt(
     data: GroupGradeData,
     *,
@@ -141,7 +130,7 @@ def render_prompt(
         "grade_root": root,
         "any_elided": any(ELIDED in c.turns for c in data.candidates),
         "any_box": any(c.checkpoint for c in data.candidates),
-        "hidden_tests_how": hidden_tests_how(data),
+        "hidden_tests_how": hidden_tests.describe(data),
         "mode": data.mode,
         "candidates": data.candidates,
     }
