@@ -15,6 +15,7 @@ from verifiers.v1.configs.cli.eval import EvalConfig
 
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.data import GroupGradeData
+from group_grade.reference import ReferenceGrader
 
 KEY_VAR = "GG_SCRIPTED_KEY"
 
@@ -69,6 +70,27 @@ async def grade(
     with anyio.fail_after(limit):
         (episode,) = await run_eval(eval_config)
     return episode
+
+
+async def grade_with_reference(
+    rows: Path, out: Path, *, max_concurrent: int = 2, limit: float = 600
+) -> tuple[dict[str, vf.Trace], ChatServer]:
+    """Grade every row of ``rows`` with the reference grader through ``run_eval`` (the demo's
+    path): each group's grade trace by group id, and the server (its requests)."""
+    async with ChatServer(ReferenceGrader(), model="reference") as server:
+        config = EvalConfig(
+            env=env_config(rows),
+            model="reference",
+            client={"type": "eval", "base_url": server.base_url, "api_key_var": KEY_VAR},
+            num_rollouts=1,
+            max_concurrent=max_concurrent,
+            push=False,
+            rich=None,
+            output_dir=out,
+        )
+        with anyio.fail_after(limit):
+            episodes = await run_eval(config)
+    return {e.traces[0].info["group_id"]: e.traces[0] for e in episodes}, server
 
 
 def vf_eval(base_url: str, model: str, out: Path, *flags: str, timeout: float = 600) -> list[dict]:

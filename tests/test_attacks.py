@@ -17,14 +17,11 @@ from typing import Any
 import anyio
 import pytest
 import verifiers.v1.runtimes.subprocess as subprocess_runtime
-from verifiers.v1.cli.eval.runner import run_eval
-from verifiers.v1.configs.cli.eval import EvalConfig
 
 from group_grade.boxes.local import make_local_checkpoint
 from group_grade.chat_server import ChatServer
 from group_grade.data import Candidate, GroupGradeData
-from group_grade.reference import ReferenceGrader
-from tests.grading import KEY_VAR, env_config, grade, shell, submit, write_rows
+from tests.grading import KEY_VAR, grade, grade_with_reference, shell, submit, write_rows
 from tests.projects import BUGGY, FIXED, HIDDEN_TESTS
 from tests.scripted_model import ScriptedModel
 
@@ -250,20 +247,8 @@ def sandboxed_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 async def grade_rows(rows: list[GroupGradeData], root: Path) -> dict[str, Any]:
     source = write_rows(root / "rows.jsonl", *rows)
-    async with ChatServer(ReferenceGrader(), model="reference") as server:
-        config = EvalConfig(
-            env=env_config(source),
-            model="reference",
-            client={"type": "eval", "base_url": server.base_url, "api_key_var": KEY_VAR},
-            num_rollouts=1,
-            max_concurrent=3,
-            push=False,
-            rich=None,
-            output_dir=root / "out",
-        )
-        with anyio.fail_after(600):
-            episodes = await run_eval(config)
-    return {e.traces[0].info["group_id"]: e.traces[0] for e in episodes}
+    traces, _ = await grade_with_reference(source, root / "out", max_concurrent=3)
+    return traces
 
 
 BATCH = ("baseline", "atexit", "plugin", "dotgrade")

@@ -302,18 +302,29 @@ def test_a_tool_server_whose_launcher_dies_still_closes_its_boxes(tmp_path: Path
             os.kill(pid, signal.SIGKILL)
 
 
-@pytest.mark.anyio
-async def test_candidate_shell_over_prime_boxes(tmp_path: Path, fake: FakePrimeAPI):
-    """Checkpoint a sandbox holding the fixed project, then let the toolset restore it with
-    the unpatched SDK against the fake Prime API and run the hidden tests in it."""
+async def prime_checkpoint(fake: FakePrimeAPI, calc: str, *, block_tmp: bool = False) -> str:
+    """A DURABLE checkpoint of a sandbox holding ``/app/calc.py``; ``block_tmp``: its ``/tmp``
+    made a file first (what ``rm -rf /tmp; echo > /tmp`` leaves)."""
     async with AsyncSandboxClient() as client:
         source = await client.create(
             CreateSandboxRequest(name="solver", docker_image="python:3.11")
         )
         await client.wait_for_creation(source.id, max_attempts=10)
-        await client.upload_bytes(source.id, "/app/calc.py", FIXED.encode(), filename="calc.py")
+        await client.upload_bytes(source.id, "/app/calc.py", calc.encode(), filename="calc.py")
+        if block_tmp:
+            tmp = fake.sandbox_root(source.id) / "tmp"
+            shutil.rmtree(tmp)
+            tmp.write_text("blocked\n")
         checkpoint = await make_prime_checkpoint(source.id, client=client, timeout=30)
         await client.delete(source.id)
+    return checkpoint
+
+
+@pytest.mark.anyio
+async def test_candidate_shell_over_prime_boxes(tmp_path: Path, fake: FakePrimeAPI):
+    """Checkpoint a sandbox holding the fixed project, then let the toolset restore it with
+    the unpatched SDK against the fake Prime API and run the hidden tests in it."""
+    checkpoint = await prime_checkpoint(fake, FIXED)
     data = GroupGradeData(
         group_id="g",
         box_workdir="/app",
@@ -341,17 +352,7 @@ async def test_a_prime_box_that_blocks_the_grading_area_is_reported_not_run(
 ):
     """A candidate owns its prime box: it can make /tmp a file so that no grading area can be
     made. The hidden tests are then `not_run` with that reason, never judged from its own."""
-    async with AsyncSandboxClient() as client:
-        source = await client.create(
-            CreateSandboxRequest(name="solver", docker_image="python:3.11")
-        )
-        await client.wait_for_creation(source.id, max_attempts=10)
-        await client.upload_bytes(source.id, "/app/calc.py", BUGGY.encode(), filename="calc.py")
-        tmp = fake.sandbox_root(source.id) / "tmp"  # what `rm -rf /tmp; echo > /tmp` leaves
-        shutil.rmtree(tmp)
-        tmp.write_text("blocked\n")
-        checkpoint = await make_prime_checkpoint(source.id, client=client, timeout=30)
-        await client.delete(source.id)
+    checkpoint = await prime_checkpoint(fake, BUGGY, block_tmp=True)
     data = GroupGradeData(
         group_id="g",
         box_workdir="/app",

@@ -12,10 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
-from verifiers.v1.cli.eval.runner import run_eval
-from verifiers.v1.configs.cli.eval import EvalConfig
 
 from group_grade.acceptance import accept_verdict
 from group_grade.chat_server import ChatServer, Reply
@@ -36,7 +33,7 @@ from group_grade.staging import grader_files
 from group_grade.taskset import write_tree
 from group_grade.toolset import submission_answer
 from group_grade.verdict import Evidence, GroupVerdict
-from tests.grading import KEY_VAR, env_config, vf_eval, write_rows
+from tests.grading import grade_with_reference, vf_eval, write_rows
 from tests.projects import BUGGY, FIXED, HIDDEN_TESTS, snapshot
 
 HALF = "def add(a, b):\n    return abs(a) + abs(b)\n"
@@ -371,20 +368,7 @@ def test_it_stops_after_max_submissions(tmp_path: Path):
 async def test_the_reference_grader_grades_real_boxes_through_run_eval(boxes: Path, tmp_path: Path):
     rows = await calc_rows(tmp_path)
     source = write_rows(tmp_path / "rows.jsonl", *rows)
-    async with ChatServer(ReferenceGrader(), model="reference") as server:
-        config = EvalConfig(
-            env=env_config(source),
-            model="reference",
-            client={"type": "eval", "base_url": server.base_url, "api_key_var": KEY_VAR},
-            num_rollouts=1,
-            max_concurrent=2,
-            push=False,
-            rich=None,
-            output_dir=tmp_path / "out",
-        )
-        with anyio.fail_after(240):
-            episodes = await run_eval(config)
-    traces = {e.traces[0].info["group_id"]: e.traces[0] for e in episodes}
+    traces, server = await grade_with_reference(source, tmp_path / "out", limit=240)
     hidden_runs = [
         json.loads(call["function"]["arguments"])
         for body in server.requests
