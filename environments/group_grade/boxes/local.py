@@ -185,15 +185,11 @@ async def _wait(
 
 def _unsandboxed_launcher(limits: BoxLimits) -> Callable[[], None]:
     """``preexec_fn`` without a sandbox: the per-process rlimits and death with the parent."""
-    rlimits = [
-        (resource.RLIMIT_CPU, limits.cpu_seconds),
-        (resource.RLIMIT_AS, limits.memory_mb << 20),
-        (resource.RLIMIT_FSIZE, limits.file_mb << 20),
-    ]
+    limited = sandboxing.rlimits(limits)
 
     def prepare() -> None:
         sandboxing.set_death_signal()
-        for which, value in rlimits:
+        for which, value in limited:
             resource.setrlimit(which, (value, value))
 
     return prepare

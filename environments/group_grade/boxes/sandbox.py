@@ -223,6 +223,28 @@ def set_death_signal() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def rlimits(limits: BoxLimits) -> list[tuple[int, int]]:
+    """The per-process rlimits of a box command, never above this process's hard limits."""
+    wanted = [
+        (resource.RLIMIT_CPU, limits.cpu_seconds),
+        (resource.RLIMIT_AS, limits.memory_mb << 20),
+        (resource.RLIMIT_FSIZE, limits.file_mb << 20),
+        (resource.RLIMIT_CORE, 0),
+    ]
+    clamped = []
+    for which, value in wanted:
+        hard = resource.getrlimit(which)[1]
+        clamped.append((which, value if hard == resource.RLIM_INFINITY else min(value, hard)))
+    return clamped
+
+
+def _fail(what: bytes) -> None:
+    """In the forked child: say why the sandbox could not be set up (on the command's
+    output), and end."""
+    os.write(2, b"group-grade sandbox: " + what + b"\n")
+    os._exit(125)
+
+
 def launcher(sandbox: Sandbox, mounts: Sequence[Mount], limits: BoxLimits) -> Callable[[], None]:
     """The ``preexec_fn`` of a box command: rlimits, death with its parent, and for a root
     tool server the staged binds and the switch to the unprivileged host uid."""
@@ -232,27 +254,22 @@ def launcher(sandbox: Sandbox, mounts: Sequence[Mount], limits: BoxLimits) -> Ca
         (m.source.encode(), f"{_stage_dir()}/{i}".encode()) for i, m in enumerate(in_order(mounts))
     ]
     host_uid = sandbox.host_uid
-    rlimits = [
-        (resource.RLIMIT_CPU, limits.cpu_seconds),
-        (resource.RLIMIT_AS, limits.memory_mb << 20),
-        (resource.RLIMIT_FSIZE, limits.file_mb << 20),
-        (resource.RLIMIT_CORE, 0),
-    ]
+    limited = rlimits(limits)
 
     def prepare() -> None:  # runs in the forked child: no allocation-heavy work, no locks
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if host_uid is not None:
             if libc.unshare(_CLONE_NEWNS) != 0:
-                os._exit(125)
+                _fail(b"cannot make a mount namespace")
             if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
-                os._exit(125)
+                _fail(b"cannot make the mounts private")
             if libc.mount(b"tmpfs", stage, b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=0755") != 0:
-                os._exit(125)
+                _fail(b"cannot mount the stage folder")
             for source, target in binds:
                 os.mkdir(target)
                 if libc.mount(source, target, None, _MS_BIND | _MS_REC, None) != 0:
-                    os._exit(125)
-        for which, value in rlimits:
+                    _fail(b"cannot bind " + source)
+        for which, value in limited:
             resource.setrlimit(which, (value, value))
         if host_uid is not None:
             os.setgroups([])
