@@ -665,3 +665,19 @@ def test_mounts_inside_other_mounts_come_after_them() -> None:
     assert dests.index("/tmp") < dests.index("/tmp/clone/.venv")
     assert dests.index("/grade") < dests.index("/grade/results")
     assert dests[:3] == ["/usr", "/tmp", "/grade"]  # siblings keep their order
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_restore_leaves_no_folder(
+    backend: LocalBackend, project: Path, tmp_path: Path
+) -> None:
+    checkpoint = await make_local_checkpoint(project, tmp_path / "ckpt")
+    with anyio.fail_after(30):
+        restoring = asyncio.ensure_future(backend.restore(checkpoint))
+        await asyncio.sleep(0)  # the unpacking has started in its thread
+        restoring.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await restoring
+        parent = tmp_path / "boxes"
+        while parent.exists() and any(parent.iterdir()):
+            await asyncio.sleep(0.05)

@@ -616,9 +616,21 @@ class LocalBackend(BoxBackend):
         source = self._local_path(checkpoint)
         sandbox = await asyncio.to_thread(self._sandbox)
         owner = sandbox.host_uid if sandbox is not None else None
-        home = await asyncio.to_thread(
-            _make_home, checkpoint, source, self.box_parent, self.root_alias, owner
+        making = asyncio.ensure_future(
+            asyncio.to_thread(
+                _make_home, checkpoint, source, self.box_parent, self.root_alias, owner
+            )
         )
+        try:
+            home = await asyncio.shield(making)
+        except asyncio.CancelledError:  # the folder being made is removed once it is made
+
+            def discard(done: asyncio.Future[Path]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    _remove_tree(done.result())
+
+            making.add_done_callback(discard)
+            raise
         return LocalBox(
             home,
             sandbox=sandbox,
