@@ -671,13 +671,15 @@ def test_mounts_inside_other_mounts_come_after_them() -> None:
 async def test_a_cancelled_restore_leaves_no_folder(
     backend: LocalBackend, project: Path, tmp_path: Path
 ) -> None:
+    (project / "big.bin").write_bytes(os.urandom(64 << 20))  # unpacking takes a while
     checkpoint = await make_local_checkpoint(project, tmp_path / "ckpt")
-    with anyio.fail_after(30):
+    parent = tmp_path / "boxes"
+    with anyio.fail_after(60):
         restoring = asyncio.ensure_future(backend.restore(checkpoint))
-        await asyncio.sleep(0)  # the unpacking has started in its thread
+        while not (parent.exists() and any(parent.iterdir())):  # cancelled mid-unpack
+            await asyncio.sleep(0.01)
         restoring.cancel()
         with pytest.raises(asyncio.CancelledError):
             await restoring
-        parent = tmp_path / "boxes"
-        while parent.exists() and any(parent.iterdir()):
-            await asyncio.sleep(0.05)
+        await asyncio.sleep(5)  # the unpacking thread runs to its end
+    assert list(parent.iterdir()) == []
