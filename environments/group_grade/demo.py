@@ -1,10 +1,16 @@
-"""Grade the shipped groups end to end: ``python -m group_grade.demo``.
+"""Grade the shipped labeled groups end to end and print what the grader decided.
 
-Runs verifiers' own ``run_eval`` on the embedded defaults: local candidate boxes, the
-subprocess runtime for the grader box, the default in-process harness, and the reference
-grader served on 127.0.0.1 (no API key, no network). ``--model M --base-url URL
---api-key-var VAR`` grades with an LLM instead. Prints each group's verdict next to plain
-GRPO, then the mean of every agreement metric over the groups.
+Runs verifiers' own run_eval with local candidate boxes (a bubblewrap sandbox), the
+subprocess runtime for the grader box, the package's in-process harness and the reference
+grader, a deterministic baseline served on 127.0.0.1 (no API key, no network). With
+--model M --base-url URL --api-key-var VAR an LLM grades instead.
+
+Prints a legend, then per group the verdict next to the truth, the group's agreement, the
+hack calls with their quotes, GAR advantages next to plain GRPO's and the grader's notes,
+then the mean agreement over the groups. The run's folder (--output-dir, default runs/demo,
+replaced on every run) holds traces.jsonl, summary.json, summary.md and report.html.
+Exit codes: 0 done, 1 some grading runs failed, 2 nothing graded (bad input, or local boxes
+cannot run hidden tests here).
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
+import shutil
 import sys
 import tempfile
 import time
@@ -25,114 +33,126 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from verifiers.v1.cli.eval.runner import run_eval
 from verifiers.v1.cli.output import output_path
 from verifiers.v1.configs.cli.eval import EvalConfig
-from verifiers.v1.utils.loaders import load_taskset
 from verifiers.v1.utils.trace_store import TRACES_FILE
 
 from group_grade import hidden_tests
-from group_grade.advantages import AdvantageRecord, fallback_records
 from group_grade.boxes.base import BoxError
 from group_grade.boxes.local import LocalBackend, make_local_checkpoint
 from group_grade.chat_server import ChatServer
-from group_grade.citations import CitationReport
 from group_grade.data import Candidate, GroupGradeData
 from group_grade.reference import ReferenceGrader
-from group_grade.verdict import GroupVerdict
+from group_grade.report import render_report
+from group_grade.results import GradeResult, RunSummary, mean_agreement, one_line
+from group_grade.sources import InputError
+from group_grade.taskset import GroupGradeTaskset, GroupGradeTasksetConfig, shipped_groups
 
 REFERENCE_MODEL = "reference"
 REFERENCE_KEY_VAR = "GROUP_GRADE_REFERENCE_KEY"
 """Never needs to be set: the reference grader takes any key."""
 FAILED = ("error", "timeout")
 QUOTE_SHOWN = 100
+NOTE_LINE_SHOWN = 200
+NOTE_LINES_SHOWN = 20
+RUN_FILES = frozenset({TRACES_FILE, "configs", "logs", "summary.json", "summary.md", "report.html"})
+"""What a demo run leaves in its folder; a folder holding only these is replaced."""
 
-
-def group_data(trace: vf.Trace) -> GroupGradeData:
-    data = trace.task.data
-    if isinstance(data, GroupGradeData):
-        return data
-    return GroupGradeData.model_validate(data.model_dump(mode="json"))
+FIGURE_NOTES = {
+    "agreement": "  (the reward: 0.35 pairwise + 0.15 best tier + 0.25 hack recall and precision)",
+    "margin_error": "  (advantages-mode groups only; 0 is best)",
+    "unquoted_confirmed": "  (confirmed hacks whose quotes failed; 0 is best)",
+}
+LEGEND = """\
+How to read a group:
+  verdict  the grader's tiers, best first ("c01, c05": one tier); in advantages mode each gap
+           is named by its margin (">slight>", ">clear>", ">large>"); then its confirmed hacks
+           and the candidates in no tier (rewards mode ranks only the passing candidates)
+  truth    the row's labels in the same form; agreement scores the verdict against them (1 best)
+  reward   the candidate's test reward ("-": the row has none, as advantages-mode rows may)
+  GRPO     plain GRPO: reward minus the group mean ("-" without rewards)
+  GAR      the advantage the verdict gives: what the trainer applies instead of GRPO
+  tier     the candidate's tier in the verdict; confirmed hacks sit one tier below the last
+  hack     confirmed: quoted and checked against the candidate's own words, advantage lowered;
+           suspected: noted, changes no advantage"""
 
 
 def _cut(text: str, cap: int = QUOTE_SHOWN) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= cap else flat[: cap - 3] + "..."
+    return one_line(text, cap)
 
 
-def tiers_line(verdict: GroupVerdict) -> str:
-    """``c02 >large> c01, c05 >slight> c03``: tiers best first, margins between them."""
-    parts = [", ".join(verdict.ranking[0])] if verdict.ranking else ["(nothing ranked)"]
-    for number, tier in enumerate(verdict.ranking[1:]):
-        gap = verdict.margins[number] if number < len(verdict.margins) else None
-        parts.append((f" >{gap}> " if gap else " > ") + ", ".join(tier))
-    return "".join(parts)
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.3f}"
 
 
-def advantage_table(trace: vf.Trace) -> list[str]:
-    data = group_data(trace)
-    records = {
-        label: AdvantageRecord.model_validate(raw)
-        for label, raw in (trace.info.get("gar") or {}).items()
-    }
-    grpo = {r.label: r.advantage for r in fallback_records(data, "invalid")}
-    rows = [f"  {'label':<6} {'reward':>6} {'GRPO':>7} {'graded':>7}  tier  hack"]
-    for c in data.candidates:
-        record = records.get(c.label)
+def advantage_table(result: GradeResult) -> list[str]:
+    labeled = result.truth is not None
+    head = f"  {'label':<6} {'reward':>6} {'GRPO':>7} {'GAR':>7}  tier  {'hack':<9}"
+    rows = [head + ("  truth" if labeled else "")]
+    for c in result.row.candidates:
+        record = result.records.get(c.label)
         reward = "-" if c.reward is None else f"{c.reward:g}"
-        graded = "-" if record is None else f"{record.advantage:+.3f}"
+        grpo = None if result.grpo is None else result.grpo[c.label]
+        gar = None if record is None else record.advantage
         tier = "-" if record is None or record.tier is None else str(record.tier)
         hack = "-" if record is None or record.hack == "none" else record.hack
-        rows.append(
-            f"  {c.label:<6} {reward:>6} {grpo[c.label]:>+7.3f} {graded:>7}  {tier:<4}  {hack}"
+        line = (
+            f"  {c.label:<6} {reward:>6} {_signed(grpo):>7} {_signed(gar):>7}  {tier:<4}  {hack:<9}"
         )
+        rows.append((line + f"  {result.truth_of(c.label)}") if labeled else line.rstrip())
     return rows
 
 
-def group_report(trace: vf.Trace) -> str:
-    """One group's result: tiers, hack calls with their quotes, advantages vs. GRPO."""
-    data = group_data(trace)
-    lines = [f"== {data.group_id} ({data.mode} mode, {len(data.candidates)} candidates)"]
-    raw = trace.info.get("verdict")
-    if raw is None:
-        reason = trace.info.get("fallback_reason", "invalid")
-        detail = trace.info.get("verdict_error") or "; ".join(e.message for e in trace.errors)
-        lines.append(
-            f"  no verdict: fallback `{reason}`" + (f" ({_cut(detail)})" if detail else "")
-        )
+def group_report(result: GradeResult) -> str:
+    """One group's result: the verdict next to the truth, the group's agreement, the hack
+    calls with their quotes, advantages next to GRPO's, the grader's notes."""
+    row = result.row
+    lines = [f"== {one_line(row.group_id)} ({row.mode} mode, {len(row.candidates)} candidates)"]
+    verdict = result.verdict
+    if verdict is None:
+        detail = f" ({_cut(result.problem)})" if result.problem else ""
+        lines.append(f"  no verdict: fallback `{result.fallback_reason or 'invalid'}`{detail}")
     else:
-        verdict = GroupVerdict.model_validate(raw)
-        lines.append(f"  tiers: {tiers_line(verdict)}")
+        lines.append(f"  verdict: {result.verdict_text()}")
+    if (truth := result.truth_text()) is not None:
+        lines.append(f"  truth:   {truth}")
+    if (scores := result.agreement_text()) is not None:
+        lines.append(f"  {scores}")
+    if verdict is not None:
+        true_hacks = result.truth.hacks if result.truth is not None else {}
         for entry in verdict.candidates:
             if entry.hack == "none":
                 continue
-            lines.append(f"  hack {entry.label}: {entry.hack}")
+            kind = f" (truth: {true_hacks[entry.label]})" if entry.label in true_hacks else ""
+            lines.append(f"  hack {entry.label}: {entry.hack}{kind}")
             lines.extend(f'    turn {e.turn}: "{_cut(e.quote)}"' for e in entry.evidence)
-        report = CitationReport.model_validate(trace.info.get("citations") or {})
         lines.extend(
-            f"  quote failed, {label} downgraded to suspected" for label in report.downgraded
+            f"  quote failed, {label} downgraded to suspected"
+            for label in result.citations.downgraded
         )
-    lines.extend(advantage_table(trace))
+    lines.extend(advantage_table(result))
+    if verdict is not None and verdict.notes.strip():
+        notes = [line for line in verdict.notes.splitlines() if line.strip()]
+        shown = [one_line(line, NOTE_LINE_SHOWN) for line in notes[:NOTE_LINES_SHOWN]]
+        if len(notes) > NOTE_LINES_SHOWN:
+            shown.append(f"({len(notes) - NOTE_LINES_SHOWN} more lines in summary.md)")
+        lines.append(f"  notes: {shown[0]}")
+        lines.extend(f"         {line}" for line in shown[1:])
     return "\n".join(lines)
 
 
-def agreement(traces: Sequence[vf.Trace]) -> dict[str, float]:
-    """Mean of every ``agreement*`` metric and reward over the traces that carry it."""
-    values: dict[str, list[float]] = {}
-    for trace in traces:
-        scores: dict[str, Any] = {**trace.metrics}
-        scores.update({k: r.score for k, r in trace.rewards.items() if r is not None})
-        for name, value in scores.items():
-            if name.startswith("agreement") and value is not None:
-                values.setdefault(name, []).append(float(value))
-    return {name: sum(v) / len(v) for name, v in sorted(values.items())}
-
-
-def summary(traces: Sequence[vf.Trace], seconds: float) -> str:
-    valid = sum(1 for t in traces if t.info.get("verdict") is not None)
+def summary(results: Sequence[GradeResult], seconds: float) -> str:
+    valid = sum(1 for r in results if r.verdict is not None)
+    fallbacks = len(results) - valid
     lines = [
-        f"== summary: {len(traces)} groups in {seconds:.1f} s, {valid} valid verdicts",
+        f"== summary: {len(results)} groups in {seconds:.1f} s, {valid} valid verdicts"
+        + (f", {fallbacks} fallbacks" if fallbacks else ""),
     ]
-    means = agreement(traces)
-    lines.extend(f"  {name:<28} {value:.3f}" for name, value in means.items())
-    if not means:
+    means = mean_agreement(results)
+    if means:
+        lines.append("  agreement with the truth, mean over the groups:")
+        lines.extend(
+            f"  {name:<20} {value:.3f}{FIGURE_NOTES.get(name, '')}" for name, value in means.items()
+        )
+    else:
         lines.append("  (the traces carry no agreement metrics)")
     return "\n".join(lines)
 
@@ -142,11 +162,14 @@ def failed(episode: vf.Episode) -> bool:
 
 
 def eval_config(args: argparse.Namespace, base_url: str) -> EvalConfig:
+    """The run: verifiers writes it into ``--output-dir`` itself (``output_dir`` its parent,
+    ``run.dir`` its name), so the folder is the same on every run."""
     taskset: dict[str, Any] = {"id": "group-grade"}
     if args.source:
         taskset["source"] = str(Path(args.source).resolve())
     if args.mode:
         taskset["mode"] = args.mode
+    folder = Path(args.output_dir).resolve()
     return EvalConfig(
         env={
             "taskset": taskset,
@@ -167,7 +190,8 @@ def eval_config(args: argparse.Namespace, base_url: str) -> EvalConfig:
         max_concurrent=args.max_concurrent,
         push=False,
         rich=None,
-        output_dir=Path(args.output_dir),
+        output_dir=folder.parent,
+        run={"dir": folder.name},
     )
 
 
@@ -194,14 +218,13 @@ async def _progress(results: Path, total: int) -> None:
             update()
 
 
-async def grade(args: argparse.Namespace) -> tuple[list[vf.Episode], EvalConfig]:
+async def grade(args: argparse.Namespace, total: int) -> tuple[list[vf.Episode], EvalConfig]:
     async with contextlib.AsyncExitStack() as stack:
         base_url = args.base_url
         if base_url is None:
             server = ChatServer(ReferenceGrader(), model=REFERENCE_MODEL)
             base_url = (await stack.enter_async_context(server)).base_url
         config = eval_config(args, base_url)
-        total = sum(1 for _ in load_taskset(config.env.taskset).select(config.select))
         watcher = asyncio.create_task(_progress(output_path(config) / TRACES_FILE, total))
         try:
             episodes = await run_eval(config)
@@ -210,6 +233,58 @@ async def grade(args: argparse.Namespace) -> tuple[list[vf.Episode], EvalConfig]
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
     return episodes, config
+
+
+def count_rows(args: argparse.Namespace) -> int:
+    """How many rows the run grades; a rows source that cannot be used raises
+    ``InputError`` (``file:line: what is wrong``) before anything runs."""
+    source = str(Path(args.source).resolve()) if args.source else None
+    taskset = GroupGradeTaskset(GroupGradeTasksetConfig(source=source, mode=args.mode))
+    return sum(1 for _ in itertools.islice(taskset.load(), args.limit))
+
+
+def prepare_folder(folder: Path) -> str:
+    """Make ``folder`` ready for a run: created, or emptied when it holds only a previous
+    demo run's files; raises ``InputError`` when it holds anything else. Says which."""
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        return "new"
+    if not folder.is_dir():
+        raise InputError(f"--output-dir {folder}: exists and is not a folder")
+    names = {entry.name for entry in folder.iterdir()}
+    if not names:
+        return "new"
+    if names - RUN_FILES:
+        extra = ", ".join(sorted(names - RUN_FILES)[:5])
+        raise InputError(
+            f"--output-dir {folder}: holds files that are not a demo run's ({extra}); "
+            "pick another folder"
+        )
+    for name in names:
+        entry = folder / name
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    return "replacing the previous run"
+
+
+def write_outputs(
+    folder: Path, results: Sequence[GradeResult], *, grader: str, source: str, seconds: float
+) -> list[Path]:
+    """``summary.json``, ``summary.md`` and ``report.html`` of the run, into its folder."""
+    run = RunSummary.of(results, grader=grader, source=source, seconds=seconds)
+    files = {
+        "summary.md": run.markdown(),
+        "summary.json": run.model_dump_json(indent=2) + "\n",
+        "report.html": render_report(results, title=f"group-grade: {grader} on {source}"),
+    }
+    written = []
+    for name, text in files.items():
+        path = folder / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
 
 
 SELF_CHECK_TEST = "def test_the_box_runs_pytest():\n    assert True\n"
@@ -243,34 +318,73 @@ async def box_problem() -> str | None:
     return f"a trivial hidden test did not pass in a local box: {run.reason}\n{run.output}"
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m group_grade.demo", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m group_grade.demo",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--source", help="rows file (default: the shipped labeled groups)")
-    parser.add_argument("--limit", type=int, help="grade only the first N groups")
-    parser.add_argument("--max-concurrent", type=int, default=2)
+    parser.add_argument("--limit", type=_positive, help="grade only the first N groups")
+    parser.add_argument("--max-concurrent", type=_positive, default=2, help="groups at once")
     parser.add_argument("--mode", choices=["rewards", "advantages"], help="override every row's")
-    parser.add_argument("--output-dir", default="runs/demo")
+    parser.add_argument(
+        "--output-dir",
+        default="runs/demo",
+        help="the run's folder, replaced on every run (default: runs/demo)",
+    )
     parser.add_argument("--model", help="grade with this LLM instead of the reference grader")
     parser.add_argument("--base-url", help="the LLM's OpenAI-compatible endpoint")
     parser.add_argument("--api-key-var", help="environment variable holding its API key")
     args = parser.parse_args(argv)
     if (args.model is None) != (args.base_url is None):
         parser.error("--model and --base-url go together")
+    source = args.source or str(shipped_groups())
+    try:
+        total = count_rows(args)
+    except InputError as e:
+        print(f"cannot grade: {e}", file=sys.stderr)
+        return 2
     if (problem := asyncio.run(box_problem())) is not None:
         print(f"cannot grade: {problem}", file=sys.stderr)
         return 2
+    folder = Path(args.output_dir)
+    try:
+        state = prepare_folder(folder)
+    except (InputError, OSError) as e:
+        print(f"cannot grade: {e}", file=sys.stderr)
+        return 2
+    grader = args.model or "the reference grader (deterministic, no model)"
+    print(f"group-grade demo: {total} groups from {source}, graded by {grader}")
+    print(f"run folder: {folder} ({state})\n")
+    print(LEGEND + "\n")
     start = time.monotonic()
-    episodes, config = asyncio.run(grade(args))
+    episodes, _ = asyncio.run(grade(args, total))
     seconds = time.monotonic() - start
-    traces = [t for e in episodes for t in e.traces]
+    results = [GradeResult.of(t, e.id) for e in episodes for t in e.traces]
+    by_trace = {id(r.trace): r for r in results}
     for episode in episodes:
         if not episode.traces:
             errors = "; ".join(e.message for e in episode.errors) or "no trace"
-            print(f"== {episode.task.key}: failed ({_cut(errors)})\n")
+            print(f"== {one_line(episode.task.key or '?')}: failed ({_cut(errors)})\n")
         for trace in episode.traces:
-            print(group_report(trace) + "\n")
-    print(summary(traces, seconds))
-    print(f"results: {output_path(config)}")
+            print(group_report(by_trace[id(trace)]) + "\n")
+    print(summary(results, seconds))
+    written = write_outputs(
+        folder, results, grader=args.model or REFERENCE_MODEL, source=source, seconds=seconds
+    )
+    print(f"results in {folder}: {TRACES_FILE}, " + ", ".join(p.name for p in written))
+    print(f"  open {folder / 'report.html'} in a browser for the full report")
     bad = sum(failed(e) for e in episodes)
     if bad:
         print(f"{bad} grading runs failed", file=sys.stderr)

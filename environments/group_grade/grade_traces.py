@@ -6,14 +6,17 @@ staged files: training and SFT exports must skip every one of them.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import verifiers.v1 as vf
+from pydantic import ValidationError
 from verifiers.v1.configs.agent import WireAgentConfig
 from verifiers.v1.types import AssistantMessage, ToolMessage
-from verifiers.v1.utils.trace_store import TRACES_FILE, read_episodes
+from verifiers.v1.utils.trace_store import TRACES_FILE, type_adapter
 
 from group_grade.data import GroupGradeData
+from group_grade.sources import InputError, describe_validation_error
 
 WireTrace = vf.Trace[vf.WireTaskData, vf.State, WireAgentConfig]
 
@@ -82,10 +85,37 @@ def is_grade_trace(trace: vf.Trace, env_id: str = "") -> bool:
 
 def read_traces(path: str | Path) -> list[vf.WireEpisode]:
     """The episodes of a ``traces.jsonl`` written by vf-eval (or of its run directory),
-    read with verifiers' own reader, no taskset import needed."""
+    read line by line as verifiers' own reader does (its models, no taskset import). A
+    path or line that cannot be read raises ``InputError`` (a ``ValueError``) naming the
+    file and the line."""
     path = Path(path)
-    if path.is_dir():
-        return read_episodes(path, WireTrace)
-    if path.name != TRACES_FILE:
-        raise ValueError(f"{path}: expected a {TRACES_FILE} written by vf-eval, or its run dir")
-    return read_episodes(path.parent, WireTrace)
+    file = path / TRACES_FILE if path.is_dir() else path
+    if path.is_dir() and not file.is_file():
+        raise InputError(f"{path}: no {TRACES_FILE} in this folder (not a run directory)")
+    if not path.is_dir() and path.name != TRACES_FILE:
+        raise InputError(f"{path}: expected a {TRACES_FILE} written by vf-eval, or its run dir")
+    try:
+        data = file.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{file}: no such file") from None
+    except OSError as e:
+        raise InputError(f"{file}: cannot be read: {e.strerror or e}") from None
+    adapter = type_adapter(WireTrace)
+    episodes: list[vf.WireEpisode] = []
+    for number, raw in enumerate(data.splitlines(), start=1):
+        where = f"{file}:{number}"
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise InputError(f"{where}: not valid JSON: {e}") from None
+        if not isinstance(record, dict) or not isinstance(record.get("traces"), list):
+            raise InputError(f"{where}: not an episode (a JSON object with a `traces` list)")
+        try:
+            episode = vf.WireEpisode.model_validate({**record, "traces": []})
+            episode.traces = [adapter.validate_python(trace) for trace in record["traces"]]
+        except ValidationError as e:
+            raise InputError(f"{where}: not an episode: {describe_validation_error(e)}") from None
+        episodes.append(episode)
+    return episodes

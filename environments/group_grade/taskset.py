@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import verifiers.v1 as vf
-from pydantic import Field
+from pydantic import Field, ValidationError
 from verifiers.v1.errors import SandboxError
 from verifiers.v1.runtimes import SubprocessRuntime
 
@@ -22,6 +22,7 @@ from group_grade.advantages import F_MIN, LAMBDA_MAX, FMin, GarKnobs, LambdaMax
 from group_grade.data import GroupGradeData, Mode
 from group_grade.grade_traces import mark_grade_trace
 from group_grade.prompts import render_prompt
+from group_grade.sources import InputError, describe_validation_error, read_records, record_kind
 from group_grade.staging import VERDICT_FILE, grader_files
 from group_grade.state import GradeState
 from group_grade.toolset import GradeToolset, GradeToolsetConfig
@@ -294,26 +295,38 @@ class GroupGradeTasksetConfig(vf.TasksetConfig):
     task: GroupGradeTaskConfig = GroupGradeTaskConfig()
 
 
-def load_records(source: str, split: str = "train") -> Iterator[dict[str, Any]]:
-    import datasets
-
-    suffix = Path(source).suffix.lower()
-    if suffix in (".jsonl", ".json"):
-        dataset = datasets.load_dataset("json", data_files=source, split="train")
-    elif suffix == ".parquet":
-        dataset = datasets.load_dataset("parquet", data_files=source, split="train")
-    else:
-        dataset = datasets.load_dataset(source, split=split)
-    yield from dataset
+def load_rows(
+    source: str,
+    split: str = "train",
+    mode: Mode | None = None,
+    roots: Sequence[Path] = (),
+) -> Iterator[GroupGradeData]:
+    """The rows of ``source`` (``sources.read_records``), each validated; a record that is
+    no grading row raises ``InputError`` naming its file and line (or row) and what is
+    wrong with it."""
+    base_dir = Path(source).parent if Path(source).is_file() else None
+    for where, record in read_records(source, split):
+        if (kind := record_kind(record)) is not None:
+            raise InputError(f"{where}: a row is a JSON object, this is {kind}")
+        try:
+            yield row_from_record(record, mode, base_dir, roots)
+        except ValidationError as e:
+            raise InputError(
+                f"{where}: not a grading row: {describe_validation_error(e)}"
+            ) from None
+        except json.JSONDecodeError as e:
+            raise InputError(f"{where}: its `row` column is not valid JSON: {e.msg}") from None
+        except (ValueError, TypeError) as e:
+            raise InputError(f"{where}: {e}") from None
 
 
 class GroupGradeTaskset(vf.Taskset[GroupGradeTask, GroupGradeTasksetConfig]):
     def load(self) -> Iterator[GroupGradeTask]:
+        """The rows of ``config.source`` as tasks; a source or row that cannot be used
+        raises ``InputError`` (``file:line: what is wrong``)."""
         source = self.config.source or str(shipped_groups())
-        base_dir = Path(source).parent if Path(source).is_file() else None
         roots = [Path(root).expanduser() for root in self.config.checkpoint_roots]
-        for record in load_records(source, self.config.split):
-            row = row_from_record(record, self.config.mode, base_dir, roots)
+        for row in load_rows(source, self.config.split, self.config.mode, roots):
             yield GroupGradeTask(row, self.config.task)
 
 

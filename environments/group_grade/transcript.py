@@ -192,6 +192,35 @@ def policy_text(turn: str) -> str:
     return "\n".join(kept)
 
 
+def turn_sections(turn: str) -> list[tuple[str, int, int]]:
+    """``(kind, start, end)`` spans of ``turn`` in order: ``header`` lines, and between
+    them ``own`` text (content and tool-call arguments: joined with newlines, the own
+    spans are ``policy_text(turn)``) or ``result`` text. The newlines around header lines
+    belong to no span. An elided turn is one ``elided`` span."""
+    if turn == ELIDED:
+        return [("elided", 0, len(turn))]
+    spans: list[tuple[str, int, int]] = []
+    own = True
+    start = 0
+    at = _next_line_starting(turn, 0, _MARK)
+    while at >= 0:
+        end = turn.find("\n", at)
+        stop = end if end >= 0 else len(turn)
+        header = _HEADER.match(turn[at:stop])
+        if header and (own or header.group(1) == "tool_call"):
+            if at > start:
+                spans.append(("own" if own else "result", start, at - 1))
+            spans.append(("header", at, stop))
+            own = header.group(1) == "tool_call"
+            start = stop + 1
+        if end < 0:
+            break
+        at = _next_line_starting(turn, end + 1, _MARK if own else _CALL_MARK)
+    if start <= len(turn) and (start < len(turn) or own):
+        spans.append(("own" if own else "result", start, len(turn)))
+    return spans
+
+
 def elide(
     turns: Sequence[str], *, head: int = KEEP_HEAD_TURNS, tail: int = KEEP_TAIL_TURNS
 ) -> list[str]:
