@@ -455,7 +455,12 @@ def differences(expected: Path, actual: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="build_groups.py",
+        description="Build the labeled groups shipped with the package "
+        "(environments/group_grade/groups) from tools/groups_src; the same sources give "
+        "the same bytes.",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
     parser.add_argument(
         "--check",

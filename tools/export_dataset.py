@@ -1,20 +1,21 @@
-"""Traces -> a training / SFT dataset, never including grade traces.
+"""Export the traces of vf-eval runs as a training or SFT dataset, never a grade trace.
 
     python tools/export_dataset.py runs/*/traces.jsonl -o sft.jsonl
     python tools/export_dataset.py runs/a/traces.jsonl -o sft.parquet
 
 One record per trace: its final branch as OpenAI chat messages, plus ids, reward and stop
-condition. Task data and ``trace.info`` are never exported. Grade traces are always skipped
-and counted: those marked ``info.kind == "grade"``, and, marks or no marks, any trace that is
-one by content (``group_grade.grade_traces.is_grade_trace``: a group-grade task or env, task
-data shaped like a grading row, the grader's tools offered or called), since privileged
-material (hidden tests, gold patches) lives in them and must never reach a training set.
+condition. Task data and trace.info are never exported. Grade traces are always skipped and
+counted: those marked info.kind == "grade" and, marked or not, every trace that is one by
+its content (a group-grade task or env, task data shaped like a grading row, the grader's
+tools offered or called): they hold privileged material (hidden tests, gold patches) that
+must never reach a training set.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,14 +99,19 @@ def export(paths: Sequence[str | Path], output: str | Path) -> ExportStats:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("traces", nargs="+", help="traces.jsonl files (or run directories)")
+    parser = argparse.ArgumentParser(
+        prog="export_dataset.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("traces", nargs="+", help="run folders, or their traces.jsonl files")
     parser.add_argument("-o", "--output", required=True, help="dataset file: .jsonl or .parquet")
     args = parser.parse_args(argv)
     try:
         stats = export(args.traces, args.output)
     except (OSError, ValueError) as e:
-        parser.error(str(e))
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print(stats.summary())
     return 0
 

@@ -1,22 +1,24 @@
-"""Traces -> grading rows: group the episodes of vf-eval runs and mint one row per group.
+"""Turn the traces of vf-eval runs into grading rows, one row per group of attempts.
 
     python tools/traces_to_rows.py runs/*/traces.jsonl -o rows.jsonl
     python tools/traces_to_rows.py runs/a/traces.jsonl -o rows.parquet --mode advantages \\
         --privileged hidden/
 
-Episodes are grouped by ``episode.group.id`` when the consumer set one, else by run and task
-key (``vf-eval -r N`` gives N episodes with the same task key). Within an episode the
-candidates are its trainable traces; grade traces are never candidates. Groups that would
-not be graded (rewards mode: all rewards equal; fewer than two candidates) and rewards-mode
-groups with an unscored trace are skipped. Rows are written as JSONL (one row per line) or,
-for ``.parquet``, as a single ``row`` column holding each row's JSON (the form
-``group_grade.taskset.row_from_record`` reads; Arrow cannot store the rows' empty mapping
-columns natively).
+A group is the episodes sharing the group id their consumer set, else the episodes of one
+run with the same task (vf-eval -r N gives N of them). Its candidates are the episodes'
+trainable traces; grade traces never are. Its row's group id reads <run>/<task>: the run's
+short id and the task's key (task-<first 10 hex digits> for a content hash). Skipped: groups
+that would not be graded (rewards mode grades mixed groups only; fewer than two candidates)
+and rewards-mode groups with an unscored trace. Rows are written as JSON Lines, or for a
+.parquet output as one `row` column holding each row's JSON (what the taskset reads back).
+Exits 1, writing nothing, when no group gives a row.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,15 +64,53 @@ def group_key(episode: vf.WireEpisode, trace: vf.Trace, scope: str) -> str:
     return base if trace.agent.name == "agent" else f"{base}/{trace.agent.name}"
 
 
+HASH = re.compile(r"[0-9a-f]{32,}")
+SHORT = 10
+
+
+def group_name(episode: vf.WireEpisode, trace: vf.Trace, scope: str) -> str:
+    """A readable id for the group of ``group_key``: the consumer's group id as it is,
+    else ``<run>/<task>``, the run's short id (the last part of its name) and the task key
+    (``task-<10 hex digits>`` for a content hash)."""
+    if episode.group is not None:
+        base = episode.group.id
+    else:
+        run = episode.run
+        if run is not None and run.name:
+            tag = run.name.rsplit("--", 1)[-1]
+        elif run is not None:
+            tag = run.id.rsplit("-", 1)[-1][:SHORT]
+        else:
+            tag = Path(scope).parent.name or scope
+        key = episode.task.key or episode.task.hash or episode.id
+        task = f"task-{key[:SHORT]}" if HASH.fullmatch(key) else key
+        base = f"{tag}/{task}"
+    return base if trace.agent.name == "agent" else f"{base}/{trace.agent.name}"
+
+
+def readable(groups: dict[str, list[vf.Trace]], names: dict[str, str]) -> dict[str, list]:
+    """``groups`` keyed by their readable names; groups whose names collide keep their
+    full keys."""
+    counts: dict[str, int] = {}
+    for key in groups:
+        counts[names.get(key, key)] = counts.get(names.get(key, key), 0) + 1
+    return {
+        names[key] if counts[names.get(key, key)] == 1 and key in names else key: traces
+        for key, traces in groups.items()
+    }
+
+
 def group_traces(
     episodes: Iterable[vf.WireEpisode],
     stats: RowStats,
     scope: str = "",
     seen: set[str] | None = None,
+    names: dict[str, str] | None = None,
 ) -> dict[str, list[vf.Trace]]:
-    """Group id -> candidate traces, in file order; trace ids in ``seen`` are skipped (and
-    added to it)."""
+    """Group key -> candidate traces, in file order; trace ids in ``seen`` are skipped (and
+    added to it); ``names`` gets each group's readable name."""
     seen = set() if seen is None else seen
+    names = {} if names is None else names
     groups: dict[str, list[vf.Trace]] = {}
     for episode in episodes:
         stats.episodes += 1
@@ -84,7 +124,9 @@ def group_traces(
             elif not trace.agent.trainable:
                 stats.untrainable += 1
             else:
-                groups.setdefault(group_key(episode, trace, scope), []).append(trace)
+                key = group_key(episode, trace, scope)
+                groups.setdefault(key, []).append(trace)
+                names.setdefault(key, group_name(episode, trace, scope))
     return groups
 
 
@@ -123,11 +165,13 @@ def rows_from_traces(
     stats = RowStats()
     groups: dict[str, list[vf.Trace]] = {}
     seen: set[str] = set()
+    names: dict[str, str] = {}
     for path in paths:
         episodes = read_traces(path)
-        for key, traces in group_traces(episodes, stats, str(path), seen).items():
+        for key, traces in group_traces(episodes, stats, str(path), seen, names).items():
             groups.setdefault(key, []).extend(traces)
-    return build_rows(groups, stats, mode=mode, privileged=privileged), stats
+    named = readable(groups, names)
+    return build_rows(named, stats, mode=mode, privileged=privileged), stats
 
 
 def read_privileged(directory: str | Path) -> dict[str, str]:
@@ -135,11 +179,14 @@ def read_privileged(directory: str | Path) -> dict[str, str]:
     root = Path(directory)
     if not root.is_dir():
         raise NotADirectoryError(f"--privileged {root}: not a directory")
-    return {
-        path.relative_to(root).as_posix(): path.read_text(encoding="utf-8")
-        for path in sorted(root.rglob("*"))
-        if path.is_file()
-    }
+    files = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            try:
+                files[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"--privileged {path}: not UTF-8 text") from None
+    return files
 
 
 def write_rows(rows: Sequence[GroupGradeData], output: str | Path) -> Path:
@@ -157,21 +204,59 @@ def write_rows(rows: Sequence[GroupGradeData], output: str | Path) -> Path:
     return output
 
 
+def no_rows_reason(stats: RowStats, mode: Mode) -> str:
+    """Why no group gave a row, from what was skipped."""
+    if not stats.episodes:
+        return "the traces hold no episodes"
+    if not stats.groups:
+        return (
+            "no trace can be a candidate (grade traces and untrainable traces never are: "
+            f"{stats.grade_traces} and {stats.untrainable} here)"
+        )
+    reasons = []
+    if stats.not_due:
+        why = (
+            "rewards mode grades only groups whose rewards differ, of two or more; "
+            "--mode advantages grades every group of two or more"
+            if mode == "rewards"
+            else "advantages mode needs two or more candidates"
+        )
+        reasons.append(f"{stats.not_due} groups not due for grading ({why})")
+    if stats.unscored:
+        reasons.append(f"{stats.unscored} groups with a trace that has no reward")
+    return "; ".join(reasons) or "no group qualified"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("traces", nargs="+", help="traces.jsonl files (or run directories)")
+    parser = argparse.ArgumentParser(
+        prog="traces_to_rows.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("traces", nargs="+", help="run folders, or their traces.jsonl files")
     parser.add_argument("-o", "--output", required=True, help="rows file: .jsonl or .parquet")
-    parser.add_argument("--mode", choices=["rewards", "advantages"], default="rewards")
     parser.add_argument(
-        "--privileged", metavar="DIR", help="files given to every group's grader (hidden tests)"
+        "--mode",
+        choices=["rewards", "advantages"],
+        default="rewards",
+        help="the rows' grading mode (default: rewards)",
+    )
+    parser.add_argument(
+        "--privileged",
+        metavar="DIR",
+        help="a folder whose files every group's grader gets (hidden tests, gold patch)",
     )
     args = parser.parse_args(argv)
     try:
         privileged = read_privileged(args.privileged) if args.privileged else None
         rows, stats = rows_from_traces(args.traces, mode=args.mode, privileged=privileged)
     except (OSError, ValueError) as e:
-        parser.error(str(e))
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print(stats.summary())
+    if not rows:
+        print(f"wrote no rows: {no_rows_reason(stats, args.mode)}", file=sys.stderr)
+        return 1
     print(f"wrote {len(rows)} rows to {write_rows(rows, args.output)}")
     return 0
 

@@ -89,6 +89,8 @@ def read_traces(path: str | Path) -> list[vf.WireEpisode]:
     path or line that cannot be read raises ``InputError`` (a ``ValueError``) naming the
     file and the line."""
     path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder")
     file = path / TRACES_FILE if path.is_dir() else path
     if path.is_dir() and not file.is_file():
         raise InputError(f"{path}: no {TRACES_FILE} in this folder (not a run directory)")

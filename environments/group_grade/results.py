@@ -267,16 +267,20 @@ def grader_calls(trace: vf.Trace) -> list[ToolCallView]:
     return calls
 
 
+def results_of(episodes: Iterable[vf.WireEpisode | vf.Episode]) -> list[GradeResult]:
+    """A ``GradeResult`` for every grade trace of ``episodes``, in order."""
+    return [
+        GradeResult.of(trace, episode.id)
+        for episode in episodes
+        for trace in episode.traces
+        if is_grade_trace(trace, episode.env.id)
+    ]
+
+
 def read_results(path: str | Path) -> list[GradeResult]:
-    """The grade traces of a run directory or ``traces.jsonl``, in file order (episodes
-    that left no trace are skipped; ``grade_traces.read_traces`` raises for a file that
-    cannot be read)."""
-    results = []
-    for episode in read_traces(path):
-        for trace in episode.traces:
-            if is_grade_trace(trace, episode.env.id):
-                results.append(GradeResult.of(trace, episode.id))
-    return results
+    """The grade traces of a run folder or ``traces.jsonl``, in file order
+    (``grade_traces.read_traces`` raises ``InputError`` for a file that cannot be read)."""
+    return results_of(read_traces(path))
 
 
 # -- the run's summary -------------------------------------------------------------------
@@ -478,5 +482,6 @@ __all__ = [
     "mean_agreement",
     "one_line",
     "read_results",
+    "results_of",
     "visible",
 ]
