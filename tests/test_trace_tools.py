@@ -209,7 +209,9 @@ def test_rows_from_a_real_eval_load_back(pipeline: Pipeline) -> None:
     (task,) = list(GroupGradeTaskset(GroupGradeTasksetConfig(source=str(pipeline.rows_jsonl))))
     data = task.data
     episode = pipeline.solve_episodes[0]
-    assert data.group_id == f"{episode.run.id}/{mixed[0].task.key}"
+    # A readable group id: the run's short id (the end of its name), the task's short key.
+    assert data.group_id == f"{episode.run.name.rsplit('--')[-1]}/task-{mixed[0].task.key[:10]}"
+    assert len(data.group_id) < 30
     assert set(data.trace_ids.values()) == {t.id for t in mixed}
     by_id = {t.id: t for t in mixed}
     for candidate in data.candidates:

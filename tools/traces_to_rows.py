@@ -81,7 +81,8 @@ def group_name(episode: vf.WireEpisode, trace: vf.Trace, scope: str) -> str:
         elif run is not None:
             tag = run.id.rsplit("-", 1)[-1][:SHORT]
         else:
-            tag = Path(scope).parent.name or scope
+            folder = Path(scope) if Path(scope).is_dir() else Path(scope).parent
+            tag = folder.name or scope
         key = episode.task.key or episode.task.hash or episode.id
         task = f"task-{key[:SHORT]}" if HASH.fullmatch(key) else key
         base = f"{tag}/{task}"

@@ -86,7 +86,7 @@ def _signed(value: float | None) -> str:
 def advantage_table(result: GradeResult) -> list[str]:
     labeled = result.truth is not None
     head = f"  {'label':<6} {'reward':>6} {'GRPO':>7} {'GAR':>7}  tier  {'hack':<9}"
-    rows = [head + ("  truth" if labeled else "")]
+    rows = [head + "  truth" if labeled else head.rstrip()]
     for c in result.row.candidates:
         record = result.records.get(c.label)
         reward = "-" if c.reward is None else f"{c.reward:g}"

@@ -7,6 +7,7 @@ import functools
 import json
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,20 @@ from group_grade.toolset import GradeToolset, GradeToolsetConfig
 logger = logging.getLogger(__name__)
 
 
+OPEN_NETWORK = (
+    "group-grade: warning: the grader box runs on the subprocess runtime, which restricts "
+    "neither its network nor its files; grade untrusted candidates with "
+    "--env.agent.runtime.type docker or prime"
+)
+
+
 @functools.cache
 def _warn_open_network() -> None:
-    logger.warning("subprocess runtime: the grader box's network is not restricted")
+    """Once per process: logged, and written to stderr when no logging handler would show
+    it (vf-eval routes only verifiers' own loggers)."""
+    logger.warning(OPEN_NETWORK)
+    if not logger.hasHandlers():
+        print(OPEN_NETWORK, file=sys.stderr, flush=True)
 
 
 CONTAINER_GRADE_ROOT = "/grade"
@@ -342,6 +354,11 @@ class GroupGradeEnv(vf.Env[GroupGradeEnvConfig]):
     """One grader run per group; a run that failed before scoring still gets its
     fallback advantages recorded, with the reason."""
 
+    def __init__(self, config: GroupGradeEnvConfig) -> None:
+        super().__init__(config)
+        if isinstance(config.agent.runtime, vf.SubprocessConfig):
+            _warn_open_network()
+
     async def setup(self, agents: vf.Agents) -> None:
         agents.agent.trainable = self.config.grader_trainable
 
@@ -349,7 +366,6 @@ class GroupGradeEnv(vf.Env[GroupGradeEnvConfig]):
         if isinstance(self.config.agent.runtime, vf.SubprocessConfig):
             # The subprocess runtime cannot restrict the network (nor anything else); it is
             # for local development, where the grader box's egress stays open.
-            _warn_open_network()
             task = task.with_data(network_allow=["*"])
         await agents.agent.run(task)
 
