@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from typing import Any
 
@@ -127,6 +128,7 @@ def serve(
     when the server or any worker stops; returns only on an interrupt (Ctrl-C, SIGTERM)."""
     address = address or "tcp://127.0.0.1:5000"
     if max_workers is not None and max_workers <= 1:
+        reason = None
         try:
             vf_pool.serve_env(
                 max_workers=max_workers,
@@ -134,11 +136,16 @@ def serve(
                 log_setup=log_setup,
                 **server_kwargs,
             )
+        except KeyboardInterrupt:
+            return
         except BaseException as e:
-            if isinstance(e, KeyboardInterrupt):
-                return
-            raise ServeFailure(f"the env server stopped: {describe(e)}") from None
-        return
+            reason = describe(e)
+        if reason is None:
+            return
+        # The failed server task is still about; asyncio reports it when it is collected:
+        # collect it now, so the reason comes last.
+        gc.collect()
+        raise ServeFailure(f"the env server stopped: {reason}")
     vf_pool._arm_teardown()
     if log_setup is not None:
         log_setup()
