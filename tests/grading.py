@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,12 @@ import verifiers.v1 as vf
 from verifiers.v1.cli.eval.runner import run_eval
 from verifiers.v1.configs.cli.eval import EvalConfig
 
+from group_grade import scoring
+from group_grade.acceptance import accept_verdict
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.data import GroupGradeData
 from group_grade.reference import ReferenceGrader
+from tests.traces import Turn, make_trace
 
 KEY_VAR = "GG_SCRIPTED_KEY"
 
@@ -112,3 +116,34 @@ def vf_eval(base_url: str, model: str, out: Path, *flags: str, timeout: float = 
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (traces_file,) = out.rglob("traces.jsonl")
     return [json.loads(line) for line in traces_file.read_text().splitlines()]
+
+
+def graded(
+    data: GroupGradeData,
+    raw: dict | None,
+    *,
+    grader_turns: Sequence[Turn] = (),
+    **scores: float,
+) -> vf.Trace:
+    """A grade trace as the task leaves it: the accepted verdict (or a ``timeout``
+    fallback), the GAR records, any ``agreement*`` scores (``agreement`` itself as the
+    reward) and, with ``grader_turns``, the grader's own messages."""
+    task = vf.TraceTask(type="GroupGradeTask", data=data, key=data.group_id, hash="h")
+    if grader_turns:
+        trace = make_trace(grader_turns)
+        trace.task = task
+    else:
+        trace = vf.Trace(agent=vf.AgentInfo(config=vf.AgentConfig()), task=task, ok=True)
+    outcome = accept_verdict(data, raw)
+    if outcome.verdict is None:
+        trace.info["fallback_reason"] = "timeout"
+    else:
+        trace.info["verdict"] = outcome.verdict.model_dump(mode="json")
+        trace.info["citations"] = outcome.citations.model_dump(mode="json")
+    trace.record_metrics(scoring.record_gar(data, trace))
+    for name, score in scores.items():
+        if name == "agreement":
+            trace.record_reward(name, score)
+        else:
+            trace.metrics[name] = score
+    return trace

@@ -8,13 +8,12 @@ from pathlib import Path
 import pytest
 import verifiers.v1 as vf
 
-from group_grade import demo, scoring
-from group_grade.acceptance import accept_verdict
+from group_grade import demo
 from group_grade.boxes import sandbox
 from group_grade.chat_server import ChatServer, Reply
-from group_grade.data import GroupGradeData, Truth
+from group_grade.data import Truth
 from group_grade.results import GradeResult, RunSummary
-from tests.grading import KEY_VAR, write_rows
+from tests.grading import KEY_VAR, graded, write_rows
 from tests.rows import row
 from tests.test_reference import calc_rows
 
@@ -38,29 +37,6 @@ ADVANTAGES_VERDICT = {
     "ranking": [["c02"], ["c01", "c04"], ["c03"]],
     "margins": ["slight", "large"],
 }
-
-
-def graded(data: GroupGradeData, raw: dict | None, **scores: float) -> vf.Trace:
-    """A grade trace as the task leaves it: the accepted verdict (or a fallback), the GAR
-    records, and any ``agreement*`` scores (``agreement`` itself as the reward)."""
-    trace = vf.Trace(
-        agent=vf.AgentInfo(config=vf.AgentConfig()),
-        task=vf.TraceTask(type="GroupGradeTask", data=data, key=data.group_id, hash="h"),
-        ok=True,
-    )
-    outcome = accept_verdict(data, raw)
-    if outcome.verdict is None:
-        trace.info["fallback_reason"] = "timeout"
-    else:
-        trace.info["verdict"] = outcome.verdict.model_dump(mode="json")
-        trace.info["citations"] = outcome.citations.model_dump(mode="json")
-    trace.record_metrics(scoring.record_gar(data, trace))
-    for name, score in scores.items():
-        if name == "agreement":
-            trace.record_reward(name, score)
-        else:
-            trace.metrics[name] = score
-    return trace
 
 
 def report(trace: vf.Trace) -> str:
