@@ -42,8 +42,9 @@ OPEN_NETWORK = (
 def _warn_open_network() -> None:
     """Once per process: logged, and written to stderr when no logging handler would show
     it (vf-eval routes only verifiers' own loggers)."""
-    logger.warning(OPEN_NETWORK)
-    if not logger.hasHandlers():
+    if logger.hasHandlers():
+        logger.warning(OPEN_NETWORK)
+    else:
         print(OPEN_NETWORK, file=sys.stderr, flush=True)
 
 
