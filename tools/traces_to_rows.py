@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,11 +93,9 @@ def group_name(episode: vf.WireEpisode, trace: vf.Trace, scope: str) -> str:
 def readable(groups: dict[str, list[vf.Trace]], names: dict[str, str]) -> dict[str, list]:
     """``groups`` keyed by their readable names; groups whose names collide keep their
     full keys."""
-    counts: dict[str, int] = {}
-    for key in groups:
-        counts[names.get(key, key)] = counts.get(names.get(key, key), 0) + 1
+    taken = Counter(names.get(key, key) for key in groups)
     return {
-        names[key] if counts[names.get(key, key)] == 1 and key in names else key: traces
+        name if taken[name := names.get(key, key)] == 1 else key: traces
         for key, traces in groups.items()
     }
 
