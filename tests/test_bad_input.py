@@ -4,6 +4,7 @@ loading (also under the real ``vf-eval``), the demo, and the tools."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -267,3 +268,19 @@ def test_inspect_grade_names_a_group_that_is_not_there(
     assert capsys.readouterr().err == f"error: {run}: no grade trace found\n"
     assert report.main([str(run)]) == 2
     assert capsys.readouterr().err == f"error: {run}: holds no grade traces\n"
+
+
+@pytest.mark.parametrize(
+    "main",
+    [demo.main, report.main, inspect_grade.main, traces_to_rows.main, export_dataset.main],
+    ids=["demo", "report", "inspect_grade", "traces_to_rows", "export_dataset"],
+)
+def test_help_texts_are_plain_text(main, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    assert "``" not in text and ":class:" not in text and "::" not in text, text
+    # every option says what it is for
+    undocumented = re.findall(r"^  (--[\w-]+(?: [A-Z_{},a-z]+)?)\n(?!  {10})", text, re.M)
+    assert not undocumented, undocumented

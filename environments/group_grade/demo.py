@@ -334,18 +334,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--source", help="rows file (default: the shipped labeled groups)")
+    parser.add_argument(
+        "--source", help="a rows file: .jsonl, .json or .parquet (default: the shipped groups)"
+    )
     parser.add_argument("--limit", type=_positive, help="grade only the first N groups")
-    parser.add_argument("--max-concurrent", type=_positive, default=2, help="groups at once")
-    parser.add_argument("--mode", choices=["rewards", "advantages"], help="override every row's")
+    parser.add_argument(
+        "--max-concurrent", type=_positive, default=2, help="groups graded at once (default 2)"
+    )
+    parser.add_argument(
+        "--mode", choices=["rewards", "advantages"], help="grade every row in this mode"
+    )
     parser.add_argument(
         "--output-dir",
         default="runs/demo",
         help="the run's folder, replaced on every run (default: runs/demo)",
     )
     parser.add_argument("--model", help="grade with this LLM instead of the reference grader")
-    parser.add_argument("--base-url", help="the LLM's OpenAI-compatible endpoint")
-    parser.add_argument("--api-key-var", help="environment variable holding its API key")
+    parser.add_argument("--base-url", help="the LLM's OpenAI-compatible endpoint (with --model)")
+    parser.add_argument("--api-key-var", help="the name of the variable that holds its API key")
     args = parser.parse_args(argv)
     if (args.model is None) != (args.base_url is None):
         parser.error("--model and --base-url go together")
