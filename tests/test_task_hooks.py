@@ -174,17 +174,20 @@ def test_staged_files_and_digest():
         "/grade/task.md",
         "/grade/privileged/tests/test_hidden.py",
         "/grade/c01/turns.json",
+        "/grade/c01/turns/001.md",
+        "/grade/c01/turns/index.md",
         "/grade/c01/digest.md",
         "/grade/c01/patch.diff",
         "/grade/c01/tests.txt",
         "/grade/c01/files/notes/a.txt",
         "/grade/c02/turns.json",
+        "/grade/c02/turns/index.md",
         "/grade/c02/digest.md",
     }
     assert json.loads(files["/grade/c01/turns.json"]) == data.candidates[0].turns
     digest = files["/grade/c01/digest.md"]
     assert "status: passed (reward 1)" in digest
-    assert "touches test files: yes: tests/test_calc.py" in digest
+    assert "EDITS OR DELETES EXISTING TESTS: edits tests/test_calc.py (+0 -2)" in digest
     assert "turn 1: network fetch: `command: curl -sL https://example.org/fix.patch" in digest
     assert [(c.path, c.added, c.removed) for c in patch_changes(PATCH)] == [
         ("calc.py", 1, 1),
@@ -218,7 +221,8 @@ def test_staged_files_are_utf8_even_with_lone_surrogates():
 def test_digest_stays_small_for_long_transcripts():
     turns = [f"step {i}: " + "let me think about this carefully " * 20 for i in range(800)]
     digest = render_digest(Candidate(label="c01", reward=1.0, turns=turns), "rewards")
-    assert len(digest.encode()) < 8192 and "turns not shown here" in digest
+    assert len(digest.encode()) < 8192 and "not shown" not in digest
+    assert "one line each in `turns/index.md`" in digest
 
 
 # Parquet holds rows as one JSON `row` column: Arrow cannot store an empty mapping column.

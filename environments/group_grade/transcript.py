@@ -2,8 +2,10 @@
 
 A turn is one model response: its visible content, then each tool call as a
 ``[tool_call NAME]`` section, then each result as a ``[tool_result NAME]`` section. Section
-headers stand alone on their line; a line of any section that looks like a header is escaped
-with a leading backslash, so a candidate cannot forge a section boundary. The **policy text**
+headers stand alone on their line (lines split at ``\\n``); a line of any section that a reader
+could take for a header (after any line break ``str.splitlines`` knows, leading blanks,
+invisible characters or fullwidth forms) is escaped with a leading backslash, and a tool name
+in a header holds no line break, so a candidate cannot forge a section boundary. The **policy text**
 of a turn is what the candidate itself wrote: content and tool-call arguments, never results.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Sequence
 
 import verifiers.v1 as vf
@@ -22,16 +25,69 @@ KEEP_HEAD_TURNS = 10
 KEEP_TAIL_TURNS = 10
 
 _HEADER = re.compile(r"^\[(tool_call|tool_result) [^\n\]]*\]$")
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+"""Every character ``str.splitlines`` ends a line at: a reader may start a line after any of
+them, though only ``\\n`` separates the sections of a turn."""
+
+
+INVISIBLE_RANGES = (
+    (0x0, 0x8), (0xE, 0x1B), (0x1F, 0x1F), (0x7F, 0x84), (0x86, 0x9F), (0xAD, 0xAD),
+    (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD), (0x70F, 0x70F), (0x890, 0x891),
+    (0x8E2, 0x8E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x2064),
+    (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD), (0x13430, 0x13438), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001), (0xE0020, 0xE007F),
+)  # fmt: skip
+"""The characters a reader may not see, as code point ranges: controls (but the line breaks
+and tab) and format characters (zero-width spaces and joiners, byte order marks, bidi
+controls); Unicode categories Cc and Cf (a test checks them against ``unicodedata``)."""
+_INVISIBLE = re.compile(
+    "["
+    + "".join(
+        re.escape(chr(a)) + ("" if a == b else "-" + re.escape(chr(b))) for a, b in INVISIBLE_RANGES
+    )
+    + "]"
+)
+_ASCII_ODD = re.compile(r"[\x00-\x08\x0e-\x1b\x1f\x7f]")
+"""The ASCII characters ``_INVISIBLE`` holds."""
+_SHOWN_HEADER = re.compile(r"[\s\\]*\[(?:tool_call|tool_result)\b")
 _MARK = "[tool_"
-"""Every header (and header-like line) contains it; text without it needs no line scan."""
-_HEADER_LIKE = re.compile(r"^(\\*)(\[(?:tool_call|tool_result)\b.*)$", re.MULTILINE)
+"""Every header contains it."""
+
+
+def _shown(text: str) -> str:
+    """``text`` as a reader may take it: compatibility forms as what they stand for (a
+    fullwidth bracket is a bracket), invisible characters gone."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    return _INVISIBLE.sub("", text)
+
+
+def _may_hold_header(text: str) -> bool:
+    """False only when no line of ``text`` can look like a section header (cheap checks
+    first: nearly every text is ASCII without controls and without ``tool_``)."""
+    if "tool_" in text:
+        return True
+    if text.isascii() and _ASCII_ODD.search(text) is None:
+        return False
+    return "tool_" in _shown(text)
 
 
 def escape_headers(text: str) -> str:
-    """Prefix every header-like line (escaped or not) with one more backslash."""
-    if _MARK not in text:  # nearly every text: skip the line-by-line regex scan
+    """Prefix with one more backslash every line that a reader could take for a section
+    header: a line that starts like ``[tool_call`` or ``[tool_result`` once blanks, invisible
+    characters and compatibility forms are set aside, with lines ended by any line break a
+    reader may honour (``LINE_BREAKS``). Escaped, it starts with a visible backslash, and the
+    parse (``policy_text``) never takes it for a header either."""
+    if not _may_hold_header(text):
         return text
-    return _HEADER_LIKE.sub(lambda m: "\\" + m.group(1) + m.group(2), text)
+    lines = text.splitlines(keepends=True)
+    changed = False
+    for i, line in enumerate(lines):
+        if _SHOWN_HEADER.match(_shown(line)):
+            lines[i] = "\\" + line
+            changed = True
+    return "".join(lines) if changed else text
 
 
 def cut_middle(text: str, cap: int) -> str:
@@ -59,13 +115,13 @@ def render_arguments(arguments: str) -> str:
     return "\n".join(lines)
 
 
-_HEADER_NAME_UNSAFE = re.compile(r"[\]\n\r]")
+_HEADER_NAME_UNSAFE = re.compile("[" + re.escape("]" + LINE_BREAKS) + "]|" + _INVISIBLE.pattern)
 
 
 def _header_name(name: str) -> str:
-    if "]" in name or "\n" in name or "\r" in name:
-        name = _HEADER_NAME_UNSAFE.sub("_", name)
-    return name or "tool"
+    """A tool name fit for a header line: no ``]``, no line break, nothing invisible (a
+    candidate names the tools it calls)."""
+    return _HEADER_NAME_UNSAFE.sub("_", name) or "tool"
 
 
 def render_turn(
