@@ -89,7 +89,8 @@ def patch_changes(patch: str | None) -> list[FileChange]:
     """Files a unified diff touches: added/removed line counts and whether each file is new,
     deleted, renamed or modified. The lines of a hunk are counted by the hunk's header, so
     that no content line (a removed ``-- /dev/null`` reads ``--- /dev/null``) is taken for
-    a header."""
+    a header. (A diff without hunk headers, written by hand, counts every ``+``/``-`` line
+    that is not a ``---``/``+++`` header.)"""
     changes: list[FileChange] = []
     current: _Change | None = None
     old_left = new_left = 0
@@ -150,6 +151,14 @@ def patch_changes(patch: str | None) -> list[FileChange]:
             current.hunks += 1
             old_left = int(hunk.group(1) if hunk.group(1) is not None else 1)
             new_left = int(hunk.group(2) if hunk.group(2) is not None else 1)
+        elif not current.hunks and line[:1] in ("+", "-"):
+            # a diff without hunk headers (written by hand): every +/- line counts
+            if line[0] == "+":
+                current.added += 1
+            else:
+                current.removed += 1
+            if _PYTEST_SETTING.search(line):
+                current.pytest_settings = True
     if current is not None:
         changes.append(current.done())
     return changes

@@ -30,7 +30,7 @@ from group_grade.boxes import (
 from group_grade.boxes.pool import BoxPool
 from group_grade.data import GroupGradeData, Margin
 from group_grade.state import GradeState
-from group_grade.transcript import cut_middle
+from group_grade.transcript import cut_output
 from group_grade.verdict import CandidateVerdict, GroupVerdict
 
 logger = logging.getLogger(__name__)
@@ -209,7 +209,7 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
             return f"[{label}] error: the command could not run: {type(e).__name__}: {e}"
         finally:
             self.publish()
-        output = cut_middle(result.output, self.config.output_cap)
+        output = cut_output(result.output, self.config.output_cap, lines_known=not result.dropped)
         if result.timed_out:
             timeout = self.config.command_timeout
             return f"[{label}] timed out after {timeout:g} s (the command was killed)\n{output}"

@@ -99,6 +99,34 @@ def cut_middle(text: str, cap: int) -> str:
     return f"{text[:half]}\n[... {cut} characters cut ...]\n{text[-half:]}"
 
 
+def cut_output(text: str, cap: int, *, lines_known: bool = True) -> str:
+    """A command's output for the grader: unchanged up to ``cap`` characters, else its head
+    and tail around a marker that says how much was cut, which lines, and how to read them
+    (run the command again through ``sed -n 'A,Bp'``, or write the output to a file and read
+    it in parts). ``lines_known=False``: the output had already lost its middle (the box kept
+    only its head and tail), so line numbers past the head are not given."""
+    if len(text) <= cap:
+        return text
+    half = cap // 2
+    end = len(text) - half  # the tail starts here
+    cut = end - half
+    if lines_known:
+        first = text.count("\n", 0, half) + 1
+        last = text.count("\n", 0, end - 1) + 1
+        total = text.count("\n") + (0 if text.endswith("\n") else 1)
+        how = (
+            f"lines {first}-{last} of {total}; to read them, run the command again piped to "
+            f"`sed -n '{first},{last}p'` (in parts if that is long), or write its output to a "
+            "file and read the file in parts"
+        )
+    else:
+        how = (
+            "the box kept only the head and tail of an even longer output; write the output to "
+            "a file and read the file in parts (`sed -n 'A,Bp' FILE`, `grep -n`)"
+        )
+    return f"{text[:half]}\n[... {cut} characters cut: {how} ...]\n{text[end:]}"
+
+
 def render_arguments(arguments: str) -> str:
     """Tool-call arguments as the grader reads them: a JSON object becomes ``key: value``
     lines with string values unescaped (so commands read as typed); anything else verbatim."""

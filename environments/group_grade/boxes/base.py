@@ -33,6 +33,9 @@ class CommandResult:
     output: str
     """stdout and stderr, interleaved as the command wrote them where the backend can."""
     timed_out: bool = False
+    dropped: int = 0
+    """Bytes of output the backend did not keep (the middle of a very long output): the
+    line numbers of ``output`` past its head are then unknown."""
 
 
 @dataclass
