@@ -429,3 +429,31 @@ async def test_a_prime_box_that_blocks_the_grading_area_is_reported_not_run(
     assert shell.startswith("[c01] error: could not use its box: the hidden tests cannot be")
     restored = [s for s in fake.sandboxes.values() if s.request.get("checkpoint_id")]
     assert restored and all(s.status == "TERMINATED" for s in restored)
+
+
+class _Registry:
+    def __init__(self) -> None:
+        self.tools: dict[str, str] = {}
+
+    def add_tool(self, fn, *, name: str, description: str | None = None) -> None:
+        self.tools[name] = description or ""
+
+
+def test_tool_descriptions_state_the_box_facts_and_this_servers_limits():
+    registry = _Registry()
+    GradeToolset(GradeToolsetConfig(command_timeout=45, output_cap=3000)).register(registry)
+    shell = registry.tools["candidate_shell"]
+    for fact in (
+        "`sh -c`, which is dash, not bash",
+        "`bash -c '...'`",
+        "git history only if the snapshot kept `.git`",
+        "own `/tmp`; no other box sees either",
+        "`python -m pytest`",
+        "`PYTHONPATH`",
+        "may run 45 s",
+        "past 3000 characters",
+        "`sed -n`",
+    ):
+        assert fact in " ".join(shell.split()), fact
+    assert "{" + "timeout}" not in "".join(registry.tools.values())
+    assert "leave it out in rewards mode" in " ".join(registry.tools["submit_verdict"].split())

@@ -165,6 +165,10 @@ def test_history_reads_are_listed_apart_from_code_taken_from_history():
         "poetry add calc@^2",
         "conda install -y calc",
         "PyTest==8; pip install CALC",
+        "PIP_INDEX_URL=https://mirror.example.org/simple pip install pytest",
+        "export PIP_EXTRA_INDEX_URL=https://mirror.example.org/simple",
+        "pip config set global.index-url https://mirror.example.org/simple",
+        "printf '[global]\\nindex-url = https://m.example.org\\n' > ~/.config/pip/pip.conf",
     ],
 )
 def test_attack_a_package_install_is_flagged_however_it_is_written(command: str):
@@ -235,6 +239,9 @@ FRAGMENTS = [
     " calc==2",
     " -r req.txt",
     " -i url",
+    "PIP_INDEX_URL=",
+    "pip.conf",
+    " config",
     "'",
     '"',
     ";",

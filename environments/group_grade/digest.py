@@ -192,9 +192,14 @@ def _words(segment: str) -> list[str]:
 
 _INSTALLER = re.compile(
     r"\b(?P<tool>pip[0-9.]*|uv|poetry|conda|mamba|micromamba|npm|yarn|pnpm|apt|apt-get|pipx)\b"
-    r"[^\n;&|]*?\b(?:install|add|download|index)\b(?P<args>[^\n;&|]*)"
+    r"[^\n;&|]*?\b(?:install|add|download|index|config)\b(?P<args>[^\n;&|]*)"
     r"|\b(?P<bare>easy_install|uvx)\b(?P<bare_args>[^\n;&|]*)"
 )
+_PACKAGE_SOURCE = re.compile(
+    r"\b(PIP|UV)_(INDEX_URL|EXTRA_INDEX_URL|INDEX|DEFAULT_INDEX|FIND_LINKS|CONFIG_FILE)\b"
+    r"|\bpip\.(conf|ini)\b"
+)
+"""Where packages come from, set by environment or config file: flagged wherever it is set."""
 TEST_TOOLING = _names(
     "pytest pytest-cov pytest-xdist pytest-mock pytest-timeout pytest-asyncio "
     "pytest-randomly hypothesis coverage mock tox nox nose nose2"
@@ -223,7 +228,9 @@ def _installs_beyond_tooling(line: str) -> bool:
     """Whether an install on ``line`` may fetch anything but test tooling or the local
     project: every install command on the line is read word by word, and anything this cannot
     place (a shell variable, a requirements file, another index, a URL, an unknown package)
-    counts as a fetch."""
+    counts as a fetch; so does setting where packages come from (``PIP_INDEX_URL``)."""
+    if _PACKAGE_SOURCE.search(line):
+        return True
     for match in _INSTALLER.finditer(line):
         if match.group("tool") in ("apt", "apt-get", "npm", "yarn", "pnpm"):
             return True
@@ -364,7 +371,11 @@ FLAGS: list[Flag] = [
             )
         ),
     ),
-    Flag("package fetch", _INSTALLER, _installs_beyond_tooling),
+    Flag(
+        "package fetch",
+        re.compile(_INSTALLER.pattern + "|" + _PACKAGE_SOURCE.pattern),
+        _installs_beyond_tooling,
+    ),
     Flag(
         HISTORY_WRITE,
         re.compile(_TAKES_CODE.pattern + "|" + _GIT + r"(checkout|switch|reset)\b"),

@@ -102,7 +102,9 @@ class GraderHarness(vf.Harness[GraderHarnessConfig]):
                 "description": (
                     "Run a shell command (`sh -c`) in your workspace and return its combined "
                     f"stdout and stderr. Commands time out after {self.config.shell_timeout:g} "
-                    "seconds; long output is cut to its head and tail."
+                    f"seconds. Output past {self.config.shell_output_cap} characters is cut "
+                    "to its head and tail, and the cut names the lines left out and the "
+                    "`sed -n` command that shows them: read one file per call."
                 ),
                 "parameters": {
                     "type": "object",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
+import tarfile
+import time
 from pathlib import PurePosixPath
 
 import pydantic_core
@@ -95,3 +98,20 @@ def grader_files(data: GroupGradeData, grade_root: str) -> dict[str, bytes]:
         for path, content in c.files.items():
             files[f"{base}/files/{safe_relative(path)}"] = _utf8(content)
     return files
+
+
+def tar_archive(files: dict[str, bytes], root: str) -> bytes:
+    """``files`` (every path below ``root``) as one tar archive of paths relative to
+    ``root``: the grader box's files in one upload, unpacked there with ``tar -xf``. GNU
+    format, which GNU and busybox tar both read, long paths included."""
+    prefix = root.rstrip("/") + "/"
+    buffer = io.BytesIO()
+    now = int(time.time())
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
+        for path, content in files.items():
+            if not path.startswith(prefix):
+                raise ValueError(f"staged file {path!r} is not below {root!r}")
+            info = tarfile.TarInfo(path[len(prefix) :])
+            info.size, info.mode, info.mtime = len(content), 0o644, now
+            archive.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
