@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import TYPE_CHECKING
@@ -519,18 +519,49 @@ def _turn_items(turns: list[str]) -> list[tuple[int, int]]:
     return items
 
 
-def _item_line(first: int, last: int, turns: list[str], flat: list[str], width: int) -> str:
+def _item_line(
+    first: int, last: int, turns: list[str], flat: Sequence[str] | Mapping[int, str], width: int
+) -> str:
+    """The listing line of turns ``first`` to ``last``; ``flat[n - 1]``: turn n on one line."""
     label = str(first) if first == last else f"{first}-{last}"
     if turns[first - 1] == ELIDED:
         return f"{label}. {ELIDED}"
     text = flat[first - 1]
     if len(text) > width:
         text = text[: width - 3] + "..."
-    return f"{label}. {text or '(tool results only)'}"
+    return f"{label}. {text or _NO_TEXT}"
 
 
-def _flat(policies: list[str]) -> list[str]:
-    return [_one_line(p, TURN_LINE_MAX) for p in policies]
+_NO_TEXT = "(tool results only)"
+
+
+def _size(turns: list[str], flat: Sequence[str], number: int) -> int:
+    """Characters of turn ``number``'s text in a listing line (before any cut)."""
+    if turns[number - 1] == ELIDED:
+        return len(ELIDED)
+    return len(flat[number - 1]) or len(_NO_TEXT)
+
+
+def _fits_narrow(
+    items: list[tuple[int, int]],
+    turns: list[str],
+    policies: list[str],
+    overhead: list[int],
+    budget: int,
+) -> bool:
+    """Whether every listing line fits in ``budget`` at ``TURN_LINE_MIN`` characters each,
+    from each turn cut to that width: a long transcript is decided after the lines that
+    already exceed the budget, without flattening every turn in full."""
+    total = 0
+    for (first, _), extra in zip(items, overhead, strict=True):
+        if turns[first - 1] == ELIDED:
+            size = len(ELIDED)
+        else:
+            size = len(_one_line(policies[first - 1], TURN_LINE_MIN + 1)) or len(_NO_TEXT)
+        total += min(size, TURN_LINE_MIN) + extra
+        if total > budget:
+            return False
+    return True
 
 
 def _turn_lines(turns: list[str], policies: list[str], budget: int) -> list[str]:
@@ -540,31 +571,33 @@ def _turn_lines(turns: list[str], policies: list[str], budget: int) -> list[str]
     items = _turn_items(turns)
     if not items:
         return []
-    flat = _flat(policies)
-    sizes = [0 if turns[a - 1] == ELIDED else len(flat[a - 1]) for a, _ in items]
     overhead = [len(str(a)) + (0 if a == b else len(str(b)) + 1) + 3 for a, b in items]
+    if _fits_narrow(items, turns, policies, overhead, budget):
+        flat = [_one_line(p, TURN_LINE_MAX) for p in policies]
+        sizes = [_size(turns, flat, a) for a, _ in items]
 
-    def cost(width: int) -> int:
-        return sum(min(size, width) + extra for size, extra in zip(sizes, overhead, strict=True))
+        def cost(width: int) -> int:
+            return sum(
+                min(size, width) + extra for size, extra in zip(sizes, overhead, strict=True)
+            )
 
-    if cost(TURN_LINE_MIN) <= budget:
         low, high = TURN_LINE_MIN, TURN_LINE_MAX  # the widest width that fits: bisect
         while low < high:
             mid = (low + high + 1) // 2
             low, high = (mid, high) if cost(mid) <= budget else (low, mid - 1)
         return [_item_line(a, b, turns, flat, low) for a, b in items]
-    per_line = TURN_LINE_MIN + 8
-    fit = max(2, (budget - 120) // per_line)
+    fit = min(max(2, (budget - 120) // (TURN_LINE_MIN + 8)), len(items) - 1)
     head, tail = items[: fit // 2], items[len(items) - (fit - fit // 2) :]
     first, last = head[-1][1] + 1, tail[0][0] - 1
     middle = (
         f"{first}-{last}. one line each in `{TURN_INDEX}`; each in full in `{TURNS_DIR}/NNN.md`"
     )
-    return [
-        *(_item_line(a, b, turns, flat, TURN_LINE_MIN) for a, b in head),
-        middle,
-        *(_item_line(a, b, turns, flat, TURN_LINE_MIN) for a, b in tail),
-    ]
+    flat = {a: _one_line(policies[a - 1], TURN_LINE_MIN + 1) for a, _ in (*head, *tail)}
+
+    def line(a: int, b: int) -> str:
+        return _item_line(a, b, turns, {a - 1: flat[a]}, TURN_LINE_MIN)
+
+    return [*(line(a, b) for a, b in head), middle, *(line(a, b) for a, b in tail)]
 
 
 INDEX_LINE_MAX = 200
@@ -578,7 +611,7 @@ def render_turn_index(candidate: Candidate) -> str:
         if turn == ELIDED:
             lines.append(f"{number}. {ELIDED}")
         else:
-            text = _one_line(policy_text(turn), INDEX_LINE_MAX) or "(tool results only)"
+            text = _one_line(policy_text(turn), INDEX_LINE_MAX) or _NO_TEXT
             lines.append(f"{number}. {text}")
     return "\n".join(lines) + "\n"
 

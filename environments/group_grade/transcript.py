@@ -48,8 +48,6 @@ _INVISIBLE = re.compile(
     )
     + "]"
 )
-_ASCII_ODD = re.compile(r"[\x00-\x08\x0e-\x1b\x1f\x7f]")
-"""The ASCII characters ``_INVISIBLE`` holds."""
 _SHOWN_HEADER = re.compile(r"[\s\\]*\[(?:tool_call|tool_result)\b")
 _MARK = "[tool_"
 """Every header contains it."""
@@ -63,14 +61,32 @@ def _shown(text: str) -> str:
     return _INVISIBLE.sub("", text)
 
 
-def _may_hold_header(text: str) -> bool:
-    """False only when no line of ``text`` can look like a section header (cheap checks
-    first: nearly every text is ASCII without controls and without ``tool_``)."""
-    if "tool_" in text:
-        return True
-    if text.isascii() and _ASCII_ODD.search(text) is None:
-        return False
-    return "tool_" in _shown(text)
+_ASCII_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e"
+_ASCII_LEAD = re.compile(r"[ \t\x1f\x00-\x08\x0e-\x1b\x7f\\]*")
+"""What may stand ahead of a header-like ``[tool_...`` in an ASCII line: blanks, control
+characters, backslashes."""
+_HEADER_WORD = re.compile(r"\[(?:tool_call|tool_result)\b")
+
+
+def _escape_ascii(text: str) -> str:
+    """``escape_headers`` for ASCII text: a backslash at the start of each line (ended by any
+    line break) whose ``[tool_call``/``[tool_result`` has only ``_ASCII_LEAD`` before it."""
+    starts: list[int] = []
+    at = text.find("[tool_")
+    while at >= 0:
+        start = max(text.rfind(brk, 0, at) for brk in _ASCII_BREAKS) + 1
+        fits = _HEADER_WORD.match(text, at) and _ASCII_LEAD.fullmatch(text, start, at)
+        if fits and (not starts or starts[-1] != start):
+            starts.append(start)
+        at = text.find("[tool_", at + 1)
+    if not starts:
+        return text
+    parts, last = [], 0
+    for start in starts:
+        parts += [text[last:start], "\\"]
+        last = start
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def escape_headers(text: str) -> str:
@@ -78,8 +94,13 @@ def escape_headers(text: str) -> str:
     header: a line that starts like ``[tool_call`` or ``[tool_result`` once blanks, invisible
     characters and compatibility forms are set aside, with lines ended by any line break a
     reader may honour (``LINE_BREAKS``). Escaped, it starts with a visible backslash, and the
-    parse (``policy_text``) never takes it for a header either."""
-    if not _may_hold_header(text):
+    parse (``policy_text``) never takes it for a header either.
+
+    Nearly every text is ASCII without ``tool_``: returned at once. (In ASCII text, a control
+    character is looked through ahead of the header, not inside its word.)"""
+    if text.isascii():
+        return text if "[tool_" not in text else _escape_ascii(text)
+    if "tool_" not in text and "tool_" not in _shown(text):
         return text
     lines = text.splitlines(keepends=True)
     changed = False
@@ -149,6 +170,8 @@ _HEADER_NAME_UNSAFE = re.compile("[" + re.escape("]" + LINE_BREAKS) + "]|" + _IN
 def _header_name(name: str) -> str:
     """A tool name fit for a header line: no ``]``, no line break, nothing invisible (a
     candidate names the tools it calls)."""
+    if name.isascii() and name.isprintable() and "]" not in name:
+        return name or "tool"  # nearly every name: no control, format or break character
     return _HEADER_NAME_UNSAFE.sub("_", name) or "tool"
 
 
