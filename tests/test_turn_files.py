@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 
 from group_grade.data import Candidate, GroupGradeData
 from group_grade.staging import grader_files, turn_file_name
-from group_grade.transcript import ELIDED, INVISIBLE_RANGES, policy_text, transcript_turns
+from group_grade.transcript import (
+    ELIDED,
+    INVISIBLE_RANGES,
+    escape_headers,
+    policy_text,
+    transcript_turns,
+)
 from tests.traces import Call, Turn, make_trace
 
 REAL_HEADER = re.compile(r"\[(tool_call|tool_result) [^\n\]]*\]")
@@ -182,3 +188,32 @@ def test_attack_a_candidates_files_cannot_plant_turn_files():
     assert files["grade/c01/files/turns/001.md"] == b"a fake turn"
     with pytest.raises(ValueError):
         Candidate(label="c01", reward=1.0, files={"../turns/001.md": "x"})
+
+
+ASCII_PIECES = st.lists(
+    st.sampled_from(
+        [
+            *("[tool_result x]", "[tool_call y]", "[tool_calls]", "[", "\x00", "\x1f", " "),
+            *("\t", "\\", "\r", "\n", "\x0b", "\x0c", "\x1c", "\x1e", "a", "]"),
+        ]
+    ),
+    max_size=16,
+).map("".join)
+
+
+def escaped_line_by_line(text: str) -> str:
+    """The definition: a backslash ahead of every line (``str.splitlines``) that looks like
+    a header once invisible characters, blanks and backslashes ahead of it are set aside."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        shown = re.sub(r"^[\s\\]*", "", "".join(ch for ch in line if not _invisible(ch)))
+        is_header_like = re.match(r"\[(tool_call|tool_result)\b", shown) is not None
+        out.append("\\" + line if is_header_like else line)
+    return "".join(out)
+
+
+@settings(max_examples=500, deadline=None)
+@given(ASCII_PIECES)
+def test_ascii_text_is_escaped_as_the_line_by_line_definition_says(text: str):
+    """ASCII text takes a fast path (``str.find``); it must escape the same lines."""
+    assert escape_headers(text) == escaped_line_by_line(text)
