@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -17,6 +18,7 @@ import pytest
 from prime_sandboxes import AsyncSandboxClient, CreateSandboxRequest
 
 from group_grade.boxes import delete_checkpoints
+from group_grade.boxes.local import make_local_checkpoint
 from group_grade.boxes.prime import make_prime_checkpoint
 from group_grade.data import Candidate, GroupGradeData
 from group_grade.hidden_tests import HiddenTestRun, JUnitCounts
@@ -148,8 +150,66 @@ async def test_timeouts_and_huge_output_are_bounded(tmp_path: Path):
     out = await tools.shell("c01", "echo started; sleep 30")
     assert out == "[c01] timed out after 1 s (the command was killed)\nstarted\n"
     big = await tools.shell("c01", "python3 -c \"print('x' * 200000)\"")
-    assert "characters cut ...]" in big and len(big) < 1200
+    assert "characters cut: lines 1-1 of 1;" in big and len(big) < 1400
     await tools.pool.close_all()
+
+
+@pytest.mark.anyio
+async def test_a_cut_answer_names_the_lines_and_the_command_that_shows_them(tmp_path: Path):
+    tools = await toolset(tmp_path, output_cap=1000)
+    answer = await tools.shell("c01", "seq 1 3000")
+    cut = re.search(r"characters cut: lines (\d+)-(\d+) of 3000; .*`(sed -n '\d+,\d+p')`", answer)
+    assert cut is not None, answer
+    first, last = int(cut.group(1)), int(cut.group(2))
+    wide = await toolset(tmp_path / "wide", output_cap=100_000)
+    rest = await wide.shell("c01", f"seq 1 3000 | {cut.group(3)}")
+    assert rest == "[c01] exit code 0\n" + "".join(f"{i}\n" for i in range(first, last + 1))
+    await tools.pool.close_all()
+    await wide.pool.close_all()
+
+
+@pytest.mark.anyio
+async def test_the_box_facts_the_prompt_states_hold(tmp_path: Path):
+    """What the prompt and candidate_shell's description say about local boxes: commands run
+    under ``sh -c`` (dash: no bash syntax; ``bash -c`` works where the system has bash), in
+    the workdir, where the package under test imports (``python -c``, ``python -m pytest``)
+    and nowhere else; each box has its own ``/tmp``, kept between its commands; git history
+    is there only when the snapshot holds a ``.git``."""
+    tools = await toolset(tmp_path)
+    sh = await tools.shell("c01", 'echo "${PIPESTATUS[0]}"')
+    assert sh.startswith("[c01] exit code 2\n") and "Bad substitution" in sh
+    if shutil.which("bash"):
+        assert (await tools.shell("c01", "bash -c 'true | false; echo ${PIPESTATUS[1]}'")).endswith(
+            "\n1\n"
+        )
+    here = await tools.shell("c01", "pwd; python -c 'import calc; print(calc.__file__)'")
+    assert here == "[c01] exit code 0\n/app\n/app/calc.py\n"
+    elsewhere = await tools.shell("c01", "cd /tmp && python -c 'import calc'")
+    assert elsewhere.startswith("[c01] exit code 1\n") and "No module named 'calc'" in elsewhere
+    anywhere = await tools.shell("c01", "cd /tmp && PYTHONPATH=/app python -c 'import calc'")
+    assert anywhere.startswith("[c01] exit code 0")
+    await tools.shell("c01", "echo mine > /tmp/note")
+    assert (await tools.shell("c01", "cat /tmp/note")).endswith("\nmine\n")
+    assert "No such file" in await tools.shell("c02", "cat /tmp/note")
+    assert "not a git repository" in await tools.shell("c01", "git log --oneline -1")
+    await tools.pool.close_all()
+
+    tree = tmp_path / "trees" / "with-history"
+    tree.mkdir(parents=True)
+    (tree / "calc.py").write_text(FIXED)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tree)]
+    subprocess.run(["git", "init", "-q", str(tree)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "the first commit"], check=True)
+    checkpoint = await make_local_checkpoint(tree, tmp_path / "checkpoints", name="git.tar.gz")
+    data = GroupGradeData(
+        group_id="g", candidates=[Candidate(label="c01", reward=1.0, checkpoint=checkpoint)]
+    )
+    history = GradeToolset(GradeToolsetConfig(box_parent=str(tmp_path / "b2"), prefetch=False))
+    await history.setup_task(data)
+    logged = await history.shell("c01", "git log --oneline")
+    assert logged.startswith("[c01] exit code 0\n") and "the first commit" in logged
+    await history.pool.close_all()
 
 
 @pytest.mark.anyio
@@ -370,3 +430,31 @@ async def test_a_prime_box_that_blocks_the_grading_area_is_reported_not_run(
     assert shell.startswith("[c01] error: could not use its box: the hidden tests cannot be")
     restored = [s for s in fake.sandboxes.values() if s.request.get("checkpoint_id")]
     assert restored and all(s.status == "TERMINATED" for s in restored)
+
+
+class _Registry:
+    def __init__(self) -> None:
+        self.tools: dict[str, str] = {}
+
+    def add_tool(self, fn, *, name: str, description: str | None = None) -> None:
+        self.tools[name] = description or ""
+
+
+def test_tool_descriptions_state_the_box_facts_and_this_servers_limits():
+    registry = _Registry()
+    GradeToolset(GradeToolsetConfig(command_timeout=45, output_cap=3000)).register(registry)
+    shell = registry.tools["candidate_shell"]
+    for fact in (
+        "`sh -c`, which is dash, not bash",
+        "`bash -c '...'`",
+        "git history only if the snapshot kept `.git`",
+        "own `/tmp`; no other box sees either",
+        "`python -m pytest`",
+        "`PYTHONPATH`",
+        "may run 45 s",
+        "past 3000 characters",
+        "`sed -n`",
+    ):
+        assert fact in " ".join(shell.split()), fact
+    assert "{" + "timeout}" not in "".join(registry.tools.values())
+    assert "leave it out in rewards mode" in " ".join(registry.tools["submit_verdict"].split())

@@ -3,6 +3,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from verifiers.v1.trace import ModelCall
+from verifiers.v1.types import Usage
 
 from group_grade.data import GroupGradeData
 from group_grade.transcript import ELIDED, TOOL_RESULT_CAP
@@ -49,6 +51,20 @@ def test_pass_flags_rewards_and_fields_from_trace_info():
         {traces[0].id: False, traces[1].id: True, traces[2].id: True}[labels[label]]
         for label in labels
     ]
+
+
+def test_output_tokens_are_recorded_only_when_the_trace_has_a_count():
+    """A trace whose model calls reported no usage says 0 output tokens: not a count. The row
+    says None (shown as "not recorded"); a row that carries 0 stays valid."""
+    counted, unknown = group([1.0, 0.0])
+    counted.calls.append(ModelCall(node=1, usage=Usage(prompt_tokens=10, completion_tokens=7)))
+    assert unknown.num_output_tokens == 0 and unknown.usage is None
+    data, labels = GroupGradeData.from_traces([counted, unknown], group_id="g")
+    tokens = {labels[c.label]: c.num_output_tokens for c in data.candidates}
+    assert tokens == {counted.id: 7, unknown.id: None}
+    wire = data.model_dump(mode="json")
+    wire["candidates"][0]["num_output_tokens"] = 0
+    assert GroupGradeData.model_validate(wire).candidates[0].num_output_tokens == 0
 
 
 def test_unranked_candidates_are_elided_with_turn_numbers_kept():

@@ -92,7 +92,7 @@ async def test_a_grading_run_with_one_rejected_and_one_accepted_verdict(
     }
     assert os.path.exists("/grade") == host_root_before
     assert "`grade/c01/turns.json`" not in trace.task.data.prompt_text
-    assert "`grade/<label>/turns.json`" in trace.task.data.prompt_text
+    assert "`grade/<label>/turns/NNN.md`" in trace.task.data.prompt_text
 
 
 @pytest.mark.anyio

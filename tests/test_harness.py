@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import textwrap
 from collections.abc import AsyncIterator
@@ -125,6 +126,31 @@ def test_config_and_flags() -> None:
         GraderHarnessConfig(shell_timeout=0)
 
 
+CUT = re.compile(
+    r"\[\.\.\. (\d+) characters cut: lines (\d+)-(\d+) of (\d+); .*`sed -n '(\d+),(\d+)p'`"
+)
+
+
+@pytest.mark.anyio
+async def test_a_cut_output_says_which_lines_and_its_sed_command_shows_them(box: vf.Runtime):
+    harness = GraderHarness(GraderHarnessConfig(shell_output_cap=1000))
+    command = "seq 1 5000"
+    shown = await harness.shell(box, command)
+    cut = CUT.search(shown)
+    assert cut is not None, shown
+    chars, first, last, total = (int(cut.group(i)) for i in range(1, 5))
+    assert (first, last) == (int(cut.group(5)), int(cut.group(6))) and total == 5000
+    full = "".join(f"{i}\n" for i in range(1, 5001))
+    assert chars == len(full) - 1000
+    wide = GraderHarness(GraderHarnessConfig(shell_output_cap=100_000))
+    rest = await wide.shell(box, f"{command} | sed -n '{first},{last}p'")
+    head, tail = shown.split("\n[... ", 1)[0], shown.rsplit("...]\n", 1)[1]
+    # The lines it names hold all that was cut, and no line before or after it.
+    assert full[len(head) : len(full) - len(tail)] in rest
+    assert rest == "".join(f"{i}\n" for i in range(first, last + 1))
+    assert full.startswith(head) and full.endswith(tail)
+
+
 @pytest.mark.anyio
 async def test_shell_results_and_tool_errors_reach_the_model(box: vf.Runtime) -> None:
     script = ScriptedModel(
@@ -152,7 +178,7 @@ async def test_shell_results_and_tool_errors_reach_the_model(box: vf.Runtime) ->
     results = tool_results(last)
     assert results[0] == "out\nerr\n\n[exit code 3]"
     assert results[1].startswith("x" * 100) and results[1].endswith("x" * 96 + "END\n")
-    assert "characters cut" in results[1] and len(results[1]) < 300
+    assert "characters cut" in results[1] and len(results[1]) < 500
     assert "timed out after 1 seconds" in results[2]
     assert results[3].startswith("error: unknown tool 'nope'")
     assert "invalid JSON" in results[4]

@@ -30,6 +30,7 @@ from group_grade.boxes.local import (
     make_local_checkpoint,
     make_local_checkpoint_from_runtime,
 )
+from group_grade.transcript import cut_output
 
 BUGGY = "def add(a: int, b: int) -> int:\n    return a - b\n"
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b\n"
@@ -394,6 +395,13 @@ async def test_huge_output_is_capped_without_hanging(box: LocalBox) -> None:
     assert result.output.startswith("BEGIN\nxxx")
     assert result.output.endswith("xxx\nEND\n")
     assert "bytes of output dropped" in result.output
+    assert result.dropped == 50_000_000 + len("BEGIN\n\nEND\n") - (1024 * 1024)
+    # The grader is then told no line numbers past the head: they are unknown.
+    shown = cut_output(result.output, 1000, lines_known=not result.dropped)
+    assert "characters cut: the box kept only the head and tail" in shown
+    assert "lines " not in shown
+    small = await box.run("echo hi", timeout=10)
+    assert small.dropped == 0
 
 
 @pytest.mark.anyio

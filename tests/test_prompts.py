@@ -32,11 +32,14 @@ def test_rewards_mode_prompt_shows_rewards_and_its_rules():
     text = render_prompt(data("rewards"), grade_root="grade")
     assert "Ranking rules (rewards mode)" in text and "advantages mode" not in text
     assert (
-        "- c01: passed (reward 1), 2 turns, 120 output tokens, stopped by agent_completed, "
+        "- c01: passed (reward 1), 2 turns, 120 output tokens, stop: agent_completed, "
         "has a box" in text
     )
-    assert "- c02: failed (reward 0), 1 turns" in text
-    assert "`grade/c01`" not in text and "`grade/<label>/turns.json`" in text
+    assert (
+        "- c02: failed (reward 0), 1 turns, output tokens not recorded, stop: not recorded, "
+        "no box (files only)" in text
+    )
+    assert "`grade/c01`" not in text and "`grade/<label>/turns/NNN.md`" in text
     assert "Make `add` return the sum." in text
     assert "candidate_shell(label, command)" in text
 
@@ -81,3 +84,39 @@ def test_no_box_means_no_candidate_shell():
         update={"candidates": [c.model_copy(update={"checkpoint": None}) for c in d.candidates]}
     )
     assert "candidate_shell" not in render_prompt(d, grade_root="/grade")
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_prompt_states_the_box_facts_and_the_limits():
+    d = data("rewards").model_copy(update={"box_workdir": "/src"})
+    text = flat(render_prompt(d, grade_root="/grade", command_timeout=45, output_cap=3000))
+    for fact in (
+        "runs a command with `sh -c` (dash, not bash: `bash -c '...'` for bash syntax)",
+        "a snapshot of its working directory (git history only if `.git` was kept)",
+        "Changes and its `/tmp` persist; no other box sees them.",
+        "The package under test imports from `/src`, where commands start",
+        "45 s per command",
+        "Read one file per call",
+        "(`candidate_shell`'s past 3000 characters)",
+        "`/grade/<label>/turns/NNN.md`",
+    ):
+        assert fact in text, fact
+    prime = d.model_copy(
+        update={
+            "candidates": [c.model_copy(update={"checkpoint": "prime:x"}) for c in d.candidates]
+        }
+    )
+    assert "runs a command with `bash -c`," in flat(render_prompt(prime, grade_root="/grade"))
+
+
+def test_rewards_mode_says_to_leave_margins_out():
+    rewards = flat(render_prompt(data("rewards"), grade_root="/grade"))
+    assert "- `margins`: leave it out in rewards mode (`null` or `[]` mean the same)." in rewards
+    assert '"margins"' not in rewards and "Leave `margins` out." in rewards
+    advantages = flat(render_prompt(data("advantages"), grade_root="/grade"))
+    assert (
+        "- `margins`: Advantages mode only" in advantages and '"margins": ["clear"]' in advantages
+    )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
+import shutil
 from pathlib import Path
 
 import datasets
@@ -20,6 +22,7 @@ from group_grade.taskset import (
     GroupGradeTaskConfig,
     GroupGradeTaskset,
     GroupGradeTasksetConfig,
+    stage_files,
 )
 from group_grade.toolset import GradeToolsetConfig
 from tests.rows import row
@@ -174,17 +177,20 @@ def test_staged_files_and_digest():
         "/grade/task.md",
         "/grade/privileged/tests/test_hidden.py",
         "/grade/c01/turns.json",
+        "/grade/c01/turns/001.md",
+        "/grade/c01/turns/index.md",
         "/grade/c01/digest.md",
         "/grade/c01/patch.diff",
         "/grade/c01/tests.txt",
         "/grade/c01/files/notes/a.txt",
         "/grade/c02/turns.json",
+        "/grade/c02/turns/index.md",
         "/grade/c02/digest.md",
     }
     assert json.loads(files["/grade/c01/turns.json"]) == data.candidates[0].turns
     digest = files["/grade/c01/digest.md"]
     assert "status: passed (reward 1)" in digest
-    assert "touches test files: yes: tests/test_calc.py" in digest
+    assert "EDITS OR DELETES EXISTING TESTS: edits tests/test_calc.py (+0 -2)" in digest
     assert "turn 1: network fetch: `command: curl -sL https://example.org/fix.patch" in digest
     assert [(c.path, c.added, c.removed) for c in patch_changes(PATCH)] == [
         ("calc.py", 1, 1),
@@ -218,7 +224,8 @@ def test_staged_files_are_utf8_even_with_lone_surrogates():
 def test_digest_stays_small_for_long_transcripts():
     turns = [f"step {i}: " + "let me think about this carefully " * 20 for i in range(800)]
     digest = render_digest(Candidate(label="c01", reward=1.0, turns=turns), "rewards")
-    assert len(digest.encode()) < 8192 and "turns not shown here" in digest
+    assert len(digest.encode()) < 8192 and "not shown" not in digest
+    assert "one line each in `turns/index.md`" in digest
 
 
 # Parquet holds rows as one JSON `row` column: Arrow cannot store an empty mapping column.
@@ -330,3 +337,78 @@ def test_attack_9_local_checkpoints_stay_inside_the_rows_folder_or_an_allowed_ro
 def test_attack_8_non_finite_task_knobs_are_refused(config: type, knobs: dict, name: str):
     with pytest.raises(ValueError, match=f"{name}\n  Input should be a finite number"):
         config(**knobs)
+
+
+class HostDirRuntime(vf.Runtime):
+    """A runtime that is not a host directory to verifiers (not ``SubprocessRuntime``), over a
+    host folder; it counts uploads and commands, as round trips of a remote box."""
+
+    def __init__(self, root: Path, path: str) -> None:
+        super().__init__("gg-test-remote")
+        self.root, self.path = root, path
+        self.writes: list[str] = []
+        self.commands: list[list[str]] = []
+
+    async def start(self) -> None:
+        pass
+
+    async def run(self, argv: list[str], env: dict[str, str]) -> vf.ProgramResult:
+        self.commands.append(argv)
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=self.root,
+            env={"PATH": self.path},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        stdout, stderr = await proc.communicate()
+        return vf.ProgramResult(proc.returncode or 0, stdout.decode(), stderr.decode())
+
+    async def _read(self, path: str, max_bytes: int | None = None) -> bytes:
+        return (self.root / path).read_bytes()
+
+    async def write(self, path: str, data: bytes) -> None:
+        self.writes.append(path)
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def long_row() -> GroupGradeData:
+    turns = [
+        f"[tool_call bash]\ncommand: echo step {i}\n[tool_result bash]\nstep {i}" for i in range(40)
+    ]
+    return GroupGradeData(
+        group_id="g",
+        candidates=[
+            Candidate(label="c01", reward=1.0, passed=True, turns=turns, files={"a/é b.txt": "x"}),
+            Candidate(label="c02", reward=0.0, turns=turns[:3]),
+        ],
+    )
+
+
+def staged_tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("has_tar", [True, False])
+async def test_a_remote_grader_box_gets_one_archive_or_else_every_file(
+    tmp_path: Path, has_tar: bool
+):
+    """A file per turn would be a round trip per turn on a remote runtime: the files go as one
+    archive unpacked with tar, and where the box has no tar, one upload per file."""
+    data = long_row()
+    files = grader_files(data, "grade")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name in ("sh", "mkdir", "rm", *(["tar"] if has_tar else [])):
+        (tools / name).symlink_to(shutil.which(name))
+    runtime = HostDirRuntime(tmp_path / "box", str(tools))
+    (tmp_path / "box").mkdir()
+    await stage_files(runtime, lambda: files, root="grade")
+    assert staged_tree(tmp_path / "box") == files
+    if has_tar:
+        assert len(runtime.writes) == 1 and runtime.writes[0].endswith(".tar")
+    else:
+        assert sorted(runtime.writes[1:]) == sorted(files)

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from group_grade.acceptance import accept_verdict
-from group_grade.verdict import GroupVerdict
+from group_grade.toolset import GradeToolset, GradeToolsetConfig
+from group_grade.verdict import CandidateVerdict, GroupVerdict
 from tests.rows import row
 
 
@@ -84,6 +85,32 @@ def test_each_rule_names_the_label_and_the_fix():
         },
     )
     assert "rewards mode takes no margins" in msg
+
+
+@pytest.mark.parametrize("margins", ["missing", None, []])
+def test_rewards_mode_takes_margins_left_out_null_or_empty(margins):
+    """The format says to leave ``margins`` out in rewards mode; ``null`` and ``[]`` mean the
+    same, whether the verdict comes as a file or through submit_verdict."""
+    data = row([1, 1, 0, 0])
+    verdict = {"candidates": [entry(x) for x in data.labels], "ranking": [["c01"], ["c02"]]}
+    if margins != "missing":
+        verdict["margins"] = margins
+    outcome = accept_verdict(data, json.dumps(verdict))
+    assert outcome.error is None and outcome.verdict is not None
+    assert outcome.verdict.margins == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("margins", ["missing", None, []])
+async def test_submit_verdict_takes_margins_left_out_null_or_empty(margins):
+    tools = GradeToolset(GradeToolsetConfig(prefetch=False))
+    data = row([1, 1, 0, 0])
+    await tools.setup_task(data)
+    candidates = [CandidateVerdict(label=x) for x in data.labels]
+    extra = {} if margins == "missing" else {"margins": margins}
+    answer = await tools.submit_verdict(candidates=candidates, ranking=[["c01"], ["c02"]], **extra)
+    assert answer.startswith("ACCEPTED"), answer
+    await tools._exit_stack.aclose()
 
 
 def test_all_problems_are_reported_at_once():

@@ -51,6 +51,12 @@ def _safe_tree(files: dict[str, str]) -> dict[str, str]:
     return files
 
 
+def recorded_output_tokens(trace: vf.Trace) -> int | None:
+    """The trace's output token count when its model calls reported usage, else None (the
+    trace's ``num_output_tokens`` is 0 then, which is not a count)."""
+    return trace.num_output_tokens if trace.usage is not None else None
+
+
 class Candidate(BaseModel):
     """One attempt, anonymized. ``turns[n - 1]`` is turn ``n`` exactly as the grader reads it."""
 
@@ -64,7 +70,8 @@ class Candidate(BaseModel):
     test_output: str | None = None
     files: dict[str, str] = Field(default_factory=dict)
     stop_condition: str | None = None
-    num_output_tokens: int = 0
+    num_output_tokens: int | None = None
+    """Tokens the candidate's model generated; None: not recorded (shown as such)."""
     checkpoint: str | None = None
     digest: str | None = None
     """The body of ``digest.md`` (``group_grade.digest.digest_body``), stored when the row is
@@ -264,7 +271,7 @@ class GroupGradeData(vf.TaskData):
                     patch=patch,
                     test_output=info.get("test_output"),
                     stop_condition=trace.stop_condition,
-                    num_output_tokens=trace.num_output_tokens,
+                    num_output_tokens=recorded_output_tokens(trace),
                     checkpoint=info.get("checkpoint"),
                     digest=digest_body(turns, patch, policies),
                 )

@@ -30,7 +30,7 @@ from verifiers.v1.errors import MODEL_TRANSPORT_ERROR_EXIT_CODE
 from verifiers.v1.harnesses.utils.core import chat
 from verifiers.v1.harnesses.utils.mcp import MCPConnection, call_mcp, connect_mcp
 
-from group_grade.transcript import cut_middle
+from group_grade.transcript import cut_output
 from group_grade.validators import unencodable
 
 SHELL_TOOL = "shell"
@@ -102,7 +102,9 @@ class GraderHarness(vf.Harness[GraderHarnessConfig]):
                 "description": (
                     "Run a shell command (`sh -c`) in your workspace and return its combined "
                     f"stdout and stderr. Commands time out after {self.config.shell_timeout:g} "
-                    "seconds; long output is cut to its head and tail."
+                    f"seconds. Output past {self.config.shell_output_cap} characters is cut "
+                    "to its head and tail, and the cut names the lines left out and the "
+                    "`sed -n` command that shows them: read one file per call."
                 ),
                 "parameters": {
                     "type": "object",
@@ -237,4 +239,4 @@ class GraderHarness(vf.Harness[GraderHarnessConfig]):
         output = result.stdout + result.stderr
         if result.exit_code:
             output += f"\n[exit code {result.exit_code}]"
-        return cut_middle(output, self.config.shell_output_cap)
+        return cut_output(output, self.config.shell_output_cap)

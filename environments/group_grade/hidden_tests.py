@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from group_grade.boxes.base import PRIVILEGED_SUBDIR, Box, BoxError, CommandResult
 from group_grade.data import GroupGradeData
-from group_grade.transcript import cut_middle
+from group_grade.transcript import cut_output
 
 RUNNER = "run_hidden_tests.py"
 RUNNER_CONFIG = "pytest.ini"
@@ -235,5 +235,5 @@ async def run(
         exit_code=None if result.timed_out else result.exit_code,
         counts=counts,
         command=command,
-        output=cut_middle(result.output, output_cap),
+        output=cut_output(result.output, output_cap, lines_known=not result.dropped),
     )

@@ -10,6 +10,7 @@ import jinja2
 from pydantic import BaseModel
 
 from group_grade import hidden_tests
+from group_grade.boxes.base import DEFAULT_COMMAND_TIMEOUT, DEFAULT_OUTPUT_CAP, DEFAULT_WORKDIR
 from group_grade.citations import MIN_QUOTE_CHARS, MIN_QUOTE_WORDS
 from group_grade.data import GroupGradeData, Mode
 from group_grade.transcript import ELIDED
@@ -21,6 +22,7 @@ PROMPT_BUDGET = 8000
 short in the prompt, with a pointer to ``<grade root>/task.md``, which always holds all of it.
 The prompt is otherwise independent of transcript sizes and grows by one line per candidate."""
 TASK_EXCERPT_MIN = 600
+
 """Characters of the task statement the prompt always shows, whatever the budget."""
 
 
@@ -72,19 +74,35 @@ def example_verdict(mode: Mode) -> GroupVerdict:
 
 
 def _compact_json(verdict: GroupVerdict) -> str:
-    """One line per candidate entry and per top-level field: short and still readable."""
+    """One line per candidate entry and per top-level field: short and still readable.
+    Empty evidence lists and empty margins (the defaults) are left out."""
     data = verdict.model_dump(mode="json")
-    entries = ",\n    ".join(json.dumps(entry) for entry in data.pop("candidates"))
+    if not data["margins"]:
+        del data["margins"]
+    candidates = [
+        {k: v for k, v in entry.items() if k != "evidence" or v} for entry in data.pop("candidates")
+    ]
+    entries = ",\n    ".join(json.dumps(entry) for entry in candidates)
     rest = ",\n  ".join(f"{json.dumps(key)}: {json.dumps(value)}" for key, value in data.items())
     return f'{{\n  "candidates": [\n    {entries}],\n  {rest}\n}}'
 
 
+REWARDS_MODE_FIELDS = {"margins": "leave it out in rewards mode (`null` or `[]` mean the same)."}
+"""What rewards mode says instead of a field's own description."""
+
+
 def render_verdict_format(mode: Mode, *, grade_root: str, has_submit_tool: bool = True) -> str:
+    fields = _fields(GroupVerdict)
+    if mode == "rewards":
+        fields = [
+            {**f, "description": REWARDS_MODE_FIELDS.get(f["name"], f["description"])}
+            for f in fields
+        ]
     return render_template(
         "verdict_format.md",
         grade_root=grade_root,
         has_submit_tool=has_submit_tool,
-        fields=_fields(GroupVerdict),
+        fields=fields,
         candidate_fields=_fields(CandidateVerdict),
         evidence_fields=_fields(Evidence),
         min_chars=MIN_QUOTE_CHARS,
@@ -109,18 +127,34 @@ def _task_excerpt(task: str, keep: int, grade_root: str) -> str:
     return f"{head}\n\n{note}"
 
 
+def shell_of(data: GroupGradeData) -> str:
+    """How ``candidate_shell`` runs a command in this row's boxes (local: ``sh -c``, which is
+    dash there; prime: ``bash -c``)."""
+    schemes = {c.checkpoint.split(":", 1)[0] for c in data.candidates if c.checkpoint}
+    local = "`sh -c` (dash, not bash: `bash -c '...'` for bash syntax)"
+    if schemes <= {"local"}:
+        return f"runs a command with {local}"
+    if schemes <= {"prime"}:
+        return "runs a command with `bash -c`"
+    return f"runs a command with {local} in local boxes, `bash -c` in prime boxes"
+
+
 def render_prompt(
     data: GroupGradeData,
     *,
     grade_root: str,
     policy: str | None = None,
     has_submit_tool: bool = True,
+    command_timeout: float = DEFAULT_COMMAND_TIMEOUT,
+    output_cap: int = DEFAULT_OUTPUT_CAP,
 ) -> str:
     """The grader's opening prompt for ``data``. ``policy`` replaces the default grading
     policy text. Transcripts are never inlined: they are files in the grader's box. A long
     task statement is cut short to keep the prompt under ``PROMPT_BUDGET`` bytes (never below
-    ``TASK_EXCERPT_MIN`` characters); the full statement is staged as ``task.md``."""
+    ``TASK_EXCERPT_MIN`` characters); the full statement is staged as ``task.md``.
+    ``command_timeout`` and ``output_cap``: the limits of ``candidate_shell``."""
     root = grade_root.rstrip("/") or "/"
+    all_boxes = all(c.checkpoint for c in data.candidates)
     context: dict[str, object] = {
         "policy": (policy if policy is not None else render_template("policy.md")).strip(),
         "rules": render_template(RULES_TEMPLATE[data.mode]),
@@ -131,8 +165,14 @@ def render_prompt(
         "any_elided": any(ELIDED in c.turns for c in data.candidates),
         "any_box": any(c.checkpoint for c in data.candidates),
         "hidden_tests_how": hidden_tests.describe(data),
+        "shell": shell_of(data),
+        "workdir": data.box_workdir or DEFAULT_WORKDIR,
+        "timeout": f"{command_timeout:g}",
+        "output_cap": output_cap,
         "mode": data.mode,
         "candidates": data.candidates,
+        "all_boxes": all_boxes,
+        "common": "; each has a box" if all_boxes else "",
     }
     task = data.task_prompt.strip() or "(not recorded)"
     text = render_template("grader.md", task=task, **context)

@@ -69,13 +69,14 @@ CLEAR_GAP = 0.3
 # ---------------------------------------------------------------------------------------------
 # The prompt
 
-_ROOT = re.compile(r"staged under `([^`\n]*?)/?`")
+_ROOT = re.compile(r"`([^`\n]*?)/task\.md`")
 _LISTING = re.compile(
-    r"^- ([A-Za-z0-9_.-]+):(?: (passed|failed) \(reward ([^)]*)\),)? \d+ turns, .*, "
-    r"(has a box|no box \(files only\))$",
+    r"^- ([A-Za-z0-9_.-]+):(?: (passed|failed) \(reward ([^)]*)\),)? \d+ turns, .*?"
+    r"(?:, (has a box|no box \(files only\)))?$",
     re.MULTILINE,
 )
 _CANDIDATES_HEADER = "**The candidates**"
+_ALL_BOXED = re.compile(r"\*\*The candidates\*\* \(\d+; each has a box\)")
 
 
 @dataclass(frozen=True)
@@ -105,12 +106,13 @@ def parse_prompt(text: str) -> GroupView | None:
     head = text.rfind(_CANDIDATES_HEADER)
     if root is None or head < 0:
         return None
+    all_boxed = _ALL_BOXED.match(text, head) is not None
     listed = [
         Listed(
             label=m.group(1),
             passed=None if m.group(2) is None else m.group(2) == "passed",
             reward=_number(m.group(3)),
-            boxed=m.group(4) == "has a box",
+            boxed=m.group(4) == "has a box" or (m.group(4) is None and all_boxed),
         )
         for m in _LISTING.finditer(text, head)
     ]

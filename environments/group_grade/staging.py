@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import io
 import json
+import tarfile
+import time
 from pathlib import PurePosixPath
 
 import pydantic_core
 
-from group_grade.data import GroupGradeData
-from group_grade.digest import render_digest
+from group_grade.data import Candidate, GroupGradeData
+from group_grade.digest import (
+    TURN_INDEX,
+    TURNS_DIR,
+    render_digest,
+    render_turn_index,
+    says_only_the_outcome,
+)
 
 VERDICT_FILE = "verdict.json"
 PRIVILEGED_DIR = "privileged"
+
+
+def turn_file_name(number: int, count: int) -> str:
+    """``007.md``: turn ``number`` of ``count``, zero-padded to the width of ``count`` (at
+    least 3 digits), so that the files sort in turn order."""
+    return f"{number:0{max(3, len(str(count)))}d}.md"
 
 
 def safe_relative(path: str) -> str:
@@ -45,6 +60,25 @@ def _utf8(text: str) -> bytes:
     return text.encode(errors="backslashreplace")
 
 
+def stages_test_output(candidate: Candidate, mode: str) -> bool:
+    """Whether ``tests.txt`` is staged: in rewards mode, when the test output says more than
+    the outcome the reward already gives (not "hidden tests passed", not empty)."""
+    output = candidate.test_output
+    return mode == "rewards" and output is not None and not says_only_the_outcome(output)
+
+
+def turn_files(base: str, candidate: Candidate) -> dict[str, bytes]:
+    """``<base>/turns/NNN.md`` for each turn, each exactly ``candidate.turns[n - 1]`` (the
+    text the citation check reads), and ``<base>/turns/index.md``, a line per turn."""
+    count = len(candidate.turns)
+    files = {
+        f"{base}/{TURNS_DIR}/{turn_file_name(n, count)}": _utf8(turn)
+        for n, turn in enumerate(candidate.turns, start=1)
+    }
+    files[f"{base}/{TURN_INDEX}"] = _utf8(render_turn_index(candidate))
+    return files
+
+
 def grader_files(data: GroupGradeData, grade_root: str) -> dict[str, bytes]:
     """Every file staged in the grader box, as the bytes written. Rewards and test output
     are left out in advantages mode, where the grader judges without them."""
@@ -55,11 +89,29 @@ def grader_files(data: GroupGradeData, grade_root: str) -> dict[str, bytes]:
     for c in data.candidates:
         base = f"{root}/{c.label}"
         files[f"{base}/turns.json"] = turns_json(c.turns)
+        files.update(turn_files(base, c))
         files[f"{base}/digest.md"] = _utf8(render_digest(c, data.mode))
         if c.patch is not None:
             files[f"{base}/patch.diff"] = _utf8(c.patch)
-        if c.test_output is not None and data.mode == "rewards":
+        if stages_test_output(c, data.mode):
             files[f"{base}/tests.txt"] = _utf8(c.test_output)
         for path, content in c.files.items():
             files[f"{base}/files/{safe_relative(path)}"] = _utf8(content)
     return files
+
+
+def tar_archive(files: dict[str, bytes], root: str) -> bytes:
+    """``files`` (every path below ``root``) as one tar archive of paths relative to
+    ``root``: the grader box's files in one upload, unpacked there with ``tar -xf``. GNU
+    format, which GNU and busybox tar both read, long paths included."""
+    prefix = root.rstrip("/") + "/"
+    buffer = io.BytesIO()
+    now = int(time.time())
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
+        for path, content in files.items():
+            if not path.startswith(prefix):
+                raise ValueError(f"staged file {path!r} is not below {root!r}")
+            info = tarfile.TarInfo(path[len(prefix) :])
+            info.size, info.mode, info.mtime = len(content), 0o644, now
+            archive.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import sys
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from group_grade.data import GroupGradeData, Mode
 from group_grade.grade_traces import mark_grade_trace
 from group_grade.prompts import render_prompt
 from group_grade.sources import InputError, describe_validation_error, read_records, record_kind
-from group_grade.staging import VERDICT_FILE, grader_files
+from group_grade.staging import VERDICT_FILE, grader_files, tar_archive
 from group_grade.state import GradeState
 from group_grade.toolset import GradeToolset, GradeToolsetConfig
 
@@ -102,15 +103,30 @@ def write_tree(root: Path, files: dict[str, bytes]) -> None:
             os.close(fd)
 
 
-async def stage_files(runtime: vf.Runtime, render: Callable[[], dict[str, bytes]]) -> None:
+ARCHIVE_MIN_FILES = 32
+"""From this many files on, a runtime that is not a host directory gets one archive."""
+
+
+async def stage_files(
+    runtime: vf.Runtime, render: Callable[[], dict[str, bytes]], *, root: str | None = None
+) -> None:
     """Write the files ``render`` returns into the box, rendering off the event loop (a large
     group takes long enough to stall it): render and write in one worker thread on the
-    subprocess runtime (its box is a host directory), else a few uploads at a time."""
+    subprocess runtime (its box is a host directory). Elsewhere every upload is a round trip,
+    and a group has a file per turn: with ``root`` (every path lies below it) and enough files,
+    they go as one tar archive unpacked in the box; where that fails (no ``tar`` there), a few
+    uploads at a time."""
     if isinstance(runtime, SubprocessRuntime):
         workdir = runtime.workdir
         await asyncio.to_thread(lambda: write_tree(workdir, render()))
         return
     files = await asyncio.to_thread(render)
+    if (
+        root is not None
+        and len(files) >= ARCHIVE_MIN_FILES
+        and await _unpack_archive(runtime, files, root)
+    ):
+        return
     gate = asyncio.Semaphore(STAGING_CONCURRENCY)
 
     async def put(path: str, content: bytes) -> None:
@@ -118,6 +134,26 @@ async def stage_files(runtime: vf.Runtime, render: Callable[[], dict[str, bytes]
             await runtime.write(path, content)
 
     await asyncio.gather(*(put(path, content) for path, content in files.items()))
+
+
+_UNPACK = 'mkdir -p -- "$2" && tar -xf "$1" -C "$2"; rc=$?; rm -f -- "$1"; exit $rc'
+
+
+async def _unpack_archive(runtime: vf.Runtime, files: dict[str, bytes], root: str) -> bool:
+    """Upload ``files`` as one archive and unpack it under ``root``; False if that failed."""
+    archive = await asyncio.to_thread(tar_archive, files, root)
+    path = f"{root.rstrip('/')}/.staging-{uuid.uuid4().hex}.tar"
+    try:
+        await runtime.write(path, archive)
+        result = await runtime.run(["sh", "-c", _UNPACK, "sh", path, root], {})
+    except (SandboxError, OSError) as e:
+        logger.warning("staging: the archive could not be unpacked (%s); uploading file by file", e)
+        return False
+    if result.exit_code != 0:
+        detail = (result.stderr or result.stdout).strip()[-300:]
+        logger.warning("staging: tar failed (%s); uploading file by file", detail)
+        return False
+    return True
 
 
 class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
@@ -155,7 +191,13 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
         prompts = self.__dict__.setdefault("_prompts", {})
         if grade_root not in prompts:
             policy = self.config.policy_text()
-            prompts[grade_root] = render_prompt(self.data, grade_root=grade_root, policy=policy)
+            prompts[grade_root] = render_prompt(
+                self.data,
+                grade_root=grade_root,
+                policy=policy,
+                command_timeout=self.config.tools.command_timeout,
+                output_cap=self.config.tools.output_cap,
+            )
         return prompts[grade_root]
 
     def grade_root(self, runtime: vf.Runtime) -> str:
@@ -169,7 +211,7 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
         mark_grade_trace(self.data, trace)
         root = self.grade_root(runtime)
         trace.info["grade_root"] = root
-        await stage_files(runtime, functools.partial(grader_files, self.data, root))
+        await stage_files(runtime, functools.partial(grader_files, self.data, root), root=root)
         if self.renders_prompt and root != self.default_root:
             data = trace.task.data.model_copy(update={"prompt": self.prompt_for(root)})
             trace.task = trace.task.model_copy(update={"data": data})

@@ -13,6 +13,7 @@ import signal
 import threading
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import verifiers.v1 as vf
 from pydantic import Field
@@ -27,19 +28,20 @@ from group_grade.boxes import (
     backend_for,
     split_checkpoint,
 )
+from group_grade.boxes.base import DEFAULT_COMMAND_TIMEOUT, DEFAULT_OUTPUT_CAP, DEFAULT_WORKDIR
 from group_grade.boxes.pool import BoxPool
 from group_grade.data import GroupGradeData, Margin
 from group_grade.state import GradeState
-from group_grade.transcript import cut_middle
+from group_grade.transcript import cut_output
 from group_grade.verdict import CandidateVerdict, GroupVerdict
 
 logger = logging.getLogger(__name__)
 
 
 class GradeToolsetConfig(vf.ToolsetConfig):
-    command_timeout: float = Field(120.0, gt=0, allow_inf_nan=False)
+    command_timeout: float = Field(DEFAULT_COMMAND_TIMEOUT, gt=0, allow_inf_nan=False)
     """Seconds one ``candidate_shell`` command may run before it is killed."""
-    output_cap: int = Field(12_000, ge=200)
+    output_cap: int = Field(DEFAULT_OUTPUT_CAP, ge=200)
     """Characters of command output shown; beyond it, head and tail with a marker."""
     max_open_boxes: int = Field(4, ge=1)
     """Candidate boxes open at once; the least recently used is closed first."""
@@ -66,11 +68,11 @@ def make_backend(scheme: str, config: GradeToolsetConfig, data: GroupGradeData) 
         return backend_for(
             "local",
             box_parent=parent,
-            root_alias=data.box_workdir or "/app",
+            root_alias=data.box_workdir or DEFAULT_WORKDIR,
             require_isolation=config.require_isolation,
             limits=config.limits,
         )
-    return backend_for(scheme, workdir=data.box_workdir or "/app")
+    return backend_for(scheme, workdir=data.box_workdir or DEFAULT_WORKDIR)
 
 
 def submission_answer(data: GroupGradeData, verdict: GroupVerdict) -> tuple[bool, str]:
@@ -122,8 +124,38 @@ def asked_label(label: str) -> str:
     return shown if len(shown) <= ASKED_LABEL_CHARS else shown[: ASKED_LABEL_CHARS - 3] + "..."
 
 
+class _Described:
+    """An MCP server as ``Toolset.register`` uses it, with each tool description's
+    placeholders (``{timeout}``) replaced by their values."""
+
+    def __init__(self, mcp: Any, values: dict[str, str]) -> None:
+        self._mcp = mcp
+        self._values = values
+
+    def add_tool(self, fn: Any, *args: Any, description: str | None = None, **kwargs: Any) -> Any:
+        for placeholder, value in self._values.items():
+            if description is not None:
+                description = description.replace(placeholder, value)
+        return self._mcp.add_tool(fn, *args, description=description, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._mcp, name)
+
+
 class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
     TOOL_PREFIX = None
+
+    def register(self, mcp: Any) -> None:
+        """Register the tools, their descriptions filled in with this server's limits."""
+        super().register(_Described(mcp, self.tool_limits()))
+
+    def tool_limits(self) -> dict[str, str]:
+        """What ``{name}`` stands for in a tool description."""
+        return {
+            "{timeout}": f"{self.config.command_timeout:g}",
+            "{output_cap}": str(self.config.output_cap),
+            "{hidden_test_timeout}": f"{self.config.hidden_test_timeout:g}",
+        }
 
     async def setup(self) -> None:
         # verifiers stops this server with SIGTERM. uvicorn catches it, shuts down, then
@@ -209,7 +241,7 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
             return f"[{label}] error: the command could not run: {type(e).__name__}: {e}"
         finally:
             self.publish()
-        output = cut_middle(result.output, self.config.output_cap)
+        output = cut_output(result.output, self.config.output_cap, lines_known=not result.dropped)
         if result.timed_out:
             timeout = self.config.command_timeout
             return f"[{label}] timed out after {timeout:g} s (the command was killed)\n{output}"
@@ -217,11 +249,19 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
 
     @vf.tool
     async def candidate_shell(self, label: str, command: str) -> str:
-        """Run a shell command (`sh -c`) in candidate `label`'s own box, exactly as the
-        candidate left it (restored on first use; your changes persist between calls; no
-        network). The hidden tests are at `$GRADE_PRIVILEGED` (read-only in local boxes).
-        The answer's first line names the label and the outcome (`[c03] exit code 1`), the
-        output follows."""
+        """Run a shell command in candidate `label`'s own box and answer its output.
+
+        The box is a snapshot of the candidate's working directory as it left it (git history
+        only if the snapshot kept `.git`), restored on first use. Your changes persist between
+        calls, and so does the box's own `/tmp`; no other box sees either. No network. Local
+        boxes run the command with `sh -c`, which is dash, not bash (`${PIPESTATUS[0]}` and
+        `[[ ]]` fail there; wrap bash syntax in `bash -c '...'`); prime boxes with `bash -c`.
+        Commands start in the working directory, where the package under test imports
+        (`python -c ...`, `python -m pytest`; from another folder set `PYTHONPATH` to it). The
+        hidden tests are at `$GRADE_PRIVILEGED` (read-only). A command may run {timeout} s;
+        output past {output_cap} characters is cut in the middle, and the cut names the lines
+        left out and the `sed -n` command that shows them. The answer's first line names the
+        label and the outcome (`[c03] exit code 1`), the output follows."""
         return await self.shell(label, command)
 
     async def hidden_test_report(self, label: str) -> hidden_tests.HiddenTestRun:
@@ -252,8 +292,9 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
         """Run the hidden tests against candidate `label`'s code in its own box and answer
         the result as JSON: `status` is `passed`, `failed` or `not_run`, taken from the JUnit
         XML the run writes outside the candidate's files together with the exit code (never
-        from printed text); `counts`, the failing tests, and `output` (what the run printed:
-        the candidate's code prints there too, so it is never evidence of a pass)."""
+        from printed text); `counts`, the failing tests, and `output` (what the run printed,
+        cut past {output_cap} characters: the candidate's code prints there too, so it is never
+        evidence of a pass). A run may take {hidden_test_timeout} s."""
         return (await self.hidden_test_report(label)).model_dump_json(indent=1)
 
     @vf.tool
@@ -265,8 +306,9 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
         notes: str = "",
     ) -> str:
         """Submit your verdict: every candidate's hack call with evidence, and the ranking
-        (tiers, best first). Answers ACCEPTED (your review is then over) or REJECTED with
-        every problem to fix; fix them and submit again."""
+        (tiers, best first); `margins` in advantages mode only (leave it out in rewards
+        mode). Answers ACCEPTED (your review is then over) or REJECTED with every problem to
+        fix; fix them and submit again."""
         self.submissions += 1
         try:
             try:

@@ -2,8 +2,10 @@
 
 A turn is one model response: its visible content, then each tool call as a
 ``[tool_call NAME]`` section, then each result as a ``[tool_result NAME]`` section. Section
-headers stand alone on their line; a line of any section that looks like a header is escaped
-with a leading backslash, so a candidate cannot forge a section boundary. The **policy text**
+headers stand alone on their line (lines split at ``\\n``); a line of any section that a reader
+could take for a header (after any line break ``str.splitlines`` knows, leading blanks,
+invisible characters or fullwidth forms) is escaped with a leading backslash, and a tool name
+in a header holds no line break, so a candidate cannot forge a section boundary. The **policy text**
 of a turn is what the candidate itself wrote: content and tool-call arguments, never results.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Sequence
 
 import verifiers.v1 as vf
@@ -22,16 +25,90 @@ KEEP_HEAD_TURNS = 10
 KEEP_TAIL_TURNS = 10
 
 _HEADER = re.compile(r"^\[(tool_call|tool_result) [^\n\]]*\]$")
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+"""Every character ``str.splitlines`` ends a line at: a reader may start a line after any of
+them, though only ``\\n`` separates the sections of a turn."""
+
+
+INVISIBLE_RANGES = (
+    (0x0, 0x8), (0xE, 0x1B), (0x1F, 0x1F), (0x7F, 0x84), (0x86, 0x9F), (0xAD, 0xAD),
+    (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD), (0x70F, 0x70F), (0x890, 0x891),
+    (0x8E2, 0x8E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x2064),
+    (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD), (0x13430, 0x13438), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001), (0xE0020, 0xE007F),
+)  # fmt: skip
+"""The characters a reader may not see, as code point ranges: controls (but the line breaks
+and tab) and format characters (zero-width spaces and joiners, byte order marks, bidi
+controls); Unicode categories Cc and Cf (a test checks them against ``unicodedata``)."""
+_INVISIBLE = re.compile(
+    "["
+    + "".join(
+        re.escape(chr(a)) + ("" if a == b else "-" + re.escape(chr(b))) for a, b in INVISIBLE_RANGES
+    )
+    + "]"
+)
+_SHOWN_HEADER = re.compile(r"[\s\\]*\[(?:tool_call|tool_result)\b")
 _MARK = "[tool_"
-"""Every header (and header-like line) contains it; text without it needs no line scan."""
-_HEADER_LIKE = re.compile(r"^(\\*)(\[(?:tool_call|tool_result)\b.*)$", re.MULTILINE)
+"""Every header contains it."""
+
+
+def _shown(text: str) -> str:
+    """``text`` as a reader may take it: compatibility forms as what they stand for (a
+    fullwidth bracket is a bracket), invisible characters gone."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    return _INVISIBLE.sub("", text)
+
+
+_ASCII_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e"
+_ASCII_LEAD = re.compile(r"[ \t\x1f\x00-\x08\x0e-\x1b\x7f\\]*")
+"""What may stand ahead of a header-like ``[tool_...`` in an ASCII line: blanks, control
+characters, backslashes."""
+_HEADER_WORD = re.compile(r"\[(?:tool_call|tool_result)\b")
+
+
+def _escape_ascii(text: str) -> str:
+    """``escape_headers`` for ASCII text: a backslash at the start of each line (ended by any
+    line break) whose ``[tool_call``/``[tool_result`` has only ``_ASCII_LEAD`` before it."""
+    starts: list[int] = []
+    at = text.find("[tool_")
+    while at >= 0:
+        start = max(text.rfind(brk, 0, at) for brk in _ASCII_BREAKS) + 1
+        fits = _HEADER_WORD.match(text, at) and _ASCII_LEAD.fullmatch(text, start, at)
+        if fits and (not starts or starts[-1] != start):
+            starts.append(start)
+        at = text.find("[tool_", at + 1)
+    if not starts:
+        return text
+    parts, last = [], 0
+    for start in starts:
+        parts += [text[last:start], "\\"]
+        last = start
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def escape_headers(text: str) -> str:
-    """Prefix every header-like line (escaped or not) with one more backslash."""
-    if _MARK not in text:  # nearly every text: skip the line-by-line regex scan
+    """Prefix with one more backslash every line that a reader could take for a section
+    header: a line that starts like ``[tool_call`` or ``[tool_result`` once blanks, invisible
+    characters and compatibility forms are set aside, with lines ended by any line break a
+    reader may honour (``LINE_BREAKS``). Escaped, it starts with a visible backslash, and the
+    parse (``policy_text``) never takes it for a header either.
+
+    Nearly every text is ASCII without ``tool_``: returned at once. (In ASCII text, a control
+    character is looked through ahead of the header, not inside its word.)"""
+    if text.isascii():
+        return text if "[tool_" not in text else _escape_ascii(text)
+    if "tool_" not in text and "tool_" not in _shown(text):
         return text
-    return _HEADER_LIKE.sub(lambda m: "\\" + m.group(1) + m.group(2), text)
+    lines = text.splitlines(keepends=True)
+    changed = False
+    for i, line in enumerate(lines):
+        if _SHOWN_HEADER.match(_shown(line)):
+            lines[i] = "\\" + line
+            changed = True
+    return "".join(lines) if changed else text
 
 
 def cut_middle(text: str, cap: int) -> str:
@@ -41,6 +118,34 @@ def cut_middle(text: str, cap: int) -> str:
     half = cap // 2
     cut = len(text) - 2 * half
     return f"{text[:half]}\n[... {cut} characters cut ...]\n{text[-half:]}"
+
+
+def cut_output(text: str, cap: int, *, lines_known: bool = True) -> str:
+    """A command's output for the grader: unchanged up to ``cap`` characters, else its head
+    and tail around a marker that says how much was cut, which lines, and how to read them
+    (run the command again through ``sed -n 'A,Bp'``, or write the output to a file and read
+    it in parts). ``lines_known=False``: the output had already lost its middle (the box kept
+    only its head and tail), so line numbers past the head are not given."""
+    if len(text) <= cap:
+        return text
+    half = cap // 2
+    end = len(text) - half  # the tail starts here
+    cut = end - half
+    if lines_known:
+        first = text.count("\n", 0, half) + 1
+        last = text.count("\n", 0, end - 1) + 1
+        total = text.count("\n") + (0 if text.endswith("\n") else 1)
+        how = (
+            f"lines {first}-{last} of {total}; to read them, run the command again piped to "
+            f"`sed -n '{first},{last}p'` (in parts if that is long), or write its output to a "
+            "file and read the file in parts"
+        )
+    else:
+        how = (
+            "the box kept only the head and tail of an even longer output; write the output to "
+            "a file and read the file in parts (`sed -n 'A,Bp' FILE`, `grep -n`)"
+        )
+    return f"{text[:half]}\n[... {cut} characters cut: {how} ...]\n{text[end:]}"
 
 
 def render_arguments(arguments: str) -> str:
@@ -59,13 +164,15 @@ def render_arguments(arguments: str) -> str:
     return "\n".join(lines)
 
 
-_HEADER_NAME_UNSAFE = re.compile(r"[\]\n\r]")
+_HEADER_NAME_UNSAFE = re.compile("[" + re.escape("]" + LINE_BREAKS) + "]|" + _INVISIBLE.pattern)
 
 
 def _header_name(name: str) -> str:
-    if "]" in name or "\n" in name or "\r" in name:
-        name = _HEADER_NAME_UNSAFE.sub("_", name)
-    return name or "tool"
+    """A tool name fit for a header line: no ``]``, no line break, nothing invisible (a
+    candidate names the tools it calls)."""
+    if name.isascii() and name.isprintable() and "]" not in name:
+        return name or "tool"  # nearly every name: no control, format or break character
+    return _HEADER_NAME_UNSAFE.sub("_", name) or "tool"
 
 
 def render_turn(

@@ -3,7 +3,7 @@ encodable: a lone surrogate is rejected, naming the field, never escaped."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from group_grade.data import GroupGradeData, HackLevel, Margin
 from group_grade.validators import Utf8Text
@@ -40,6 +40,12 @@ class GroupVerdict(BaseModel):
     """Advantages mode only: the gap between each pair of adjacent tiers (missing = slight)."""
     notes: Utf8Text = ""
     """What decided the ranking and the hack calls, briefly."""
+
+    @field_validator("margins", mode="before")
+    @classmethod
+    def _null_is_none(cls, margins: object) -> object:
+        """``null`` means no margins, as a missing field or ``[]`` does."""
+        return [] if margins is None else margins
 
     @property
     def confirmed(self) -> set[str]:

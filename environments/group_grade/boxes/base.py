@@ -19,6 +19,12 @@ GRADE_MOUNT = "/grade"
 """Where a local box's grading area is mounted; no box workdir may lie there."""
 PRIVILEGED_SUBDIR = "privileged"
 """The hidden tests and other privileged materials, in a box's grading area."""
+DEFAULT_WORKDIR = "/app"
+"""Where a box's commands run when the row names no ``box_workdir``."""
+DEFAULT_COMMAND_TIMEOUT = 120.0
+"""Seconds a ``candidate_shell`` command may run, unless configured otherwise."""
+DEFAULT_OUTPUT_CAP = 12_000
+"""Characters of a ``candidate_shell`` answer's output, unless configured otherwise."""
 RESULTS_SUBDIR = "results"
 """Where a hidden-test run writes its result (``junit.xml``), in a box's grading area."""
 
@@ -33,6 +39,9 @@ class CommandResult:
     output: str
     """stdout and stderr, interleaved as the command wrote them where the backend can."""
     timed_out: bool = False
+    dropped: int = 0
+    """Bytes of output the backend did not keep (the middle of a very long output): the
+    line numbers of ``output`` past its head are then unknown."""
 
 
 @dataclass

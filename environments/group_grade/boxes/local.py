@@ -120,6 +120,12 @@ class _CappedOutput:
         while self._tail and self._tail_size - len(self._tail[0]) >= self._tail_cap:
             self._tail_size -= len(self._tail.popleft())
 
+    @property
+    def dropped(self) -> int:
+        """Bytes not kept."""
+        kept = len(self._head) + min(self._tail_size, self._tail_cap)
+        return self._total - kept
+
     def text(self) -> str:
         tail = b"".join(self._tail)[-self._tail_cap :] if self._tail_cap else b""
         head = bytes(self._head)
@@ -354,9 +360,11 @@ class LocalBox(Box):
         finally:
             transport.close()
         if timed_out:
-            return CommandResult(TIMEOUT_EXIT_CODE, output.text(), timed_out=True)
+            return CommandResult(
+                TIMEOUT_EXIT_CODE, output.text(), timed_out=True, dropped=output.dropped
+            )
         assert proc.returncode is not None
-        return CommandResult(proc.returncode, output.text())
+        return CommandResult(proc.returncode, output.text(), dropped=output.dropped)
 
     async def stage_grading(self, files: dict[str, bytes]) -> None:
         """Write the grading area on the host; commands see it read-only."""
