@@ -294,8 +294,16 @@ class FakeEnvClient:
     """Stands in for verifiers' EnvClient (the tests above use the real one): grades every
     row with all passing candidates in one tier, or hangs, or fails; counts runs in flight."""
 
-    def __init__(self, *, delay: float = 0.02, hang: bool = False, error: str | None = None):
-        self.delay, self.hang, self.error = delay, hang, error
+    def __init__(
+        self,
+        *,
+        delay: float = 0.02,
+        hang: bool = False,
+        error: str | None = None,
+        linger: float = 0.0,
+    ):
+        """``linger``: a cancelled run still holds its slot that long (a slow server)."""
+        self.delay, self.hang, self.error, self.linger = delay, hang, error, linger
         self.calls = self.active = self.peak = 0
 
     def __call__(self, address: str) -> FakeEnvClient:
@@ -306,7 +314,11 @@ class FakeEnvClient:
         self.active += 1
         self.peak = max(self.peak, self.active)
         try:
-            await anyio.sleep(3600 if self.hang else self.delay)
+            try:
+                await asyncio.sleep(3600 if self.hang else self.delay)
+            except asyncio.CancelledError:
+                await asyncio.shield(asyncio.sleep(self.linger))
+                raise
             if self.error is not None:
                 raise RuntimeError(self.error)
             return graded_episode(GroupGradeData.model_validate(request["task_data"]))
@@ -376,7 +388,9 @@ async def test_never_more_than_max_concurrent_groups_in_flight(
 async def test_the_wait_for_a_slot_counts_against_the_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    fake = FakeEnvClient(hang=True)
+    # The first run holds the only slot 3 s past its own deadline, so the second group's
+    # deadline passes while it waits, however late its minting ends on a loaded machine.
+    fake = FakeEnvClient(hang=True, linger=3)
     monkeypatch.setattr(trainer, "EnvClient", fake)
     grader = GroupGrader("tcp://127.0.0.1:1", client={}, model="m", max_concurrent=1, timeout=1)
     first, second = mixed_group(1), mixed_group(2)
