@@ -3,6 +3,7 @@
 from groups_src import (
     csvfields,
     dates,
+    deepmerge,
     durations,
     grid,
     intervals,
@@ -14,5 +15,16 @@ from groups_src import (
 
 TASKS = tuple(
     module.TASK
-    for module in (slugify, lru, intervals, semver, csvfields, ratelimit, dates, grid, durations)
+    for module in (
+        slugify,
+        lru,
+        intervals,
+        semver,
+        csvfields,
+        ratelimit,
+        dates,
+        grid,
+        durations,
+        deepmerge,
+    )
 )
