@@ -11,6 +11,7 @@ from groups_src import (
     ratelimit,
     semver,
     slugify,
+    wrapping,
 )
 
 TASKS = tuple(
@@ -26,5 +27,6 @@ TASKS = tuple(
         grid,
         durations,
         deepmerge,
+        wrapping,
     )
 )
