@@ -7,6 +7,7 @@ from groups_src import (
     intervals,
     lru,
     money,
+    pathnorm,
     ratelimit,
     semver,
     slugify,
@@ -26,5 +27,6 @@ TASKS = tuple(
         grid,
         money,
         toposort,
+        pathnorm,
     )
 )
