@@ -10,6 +10,7 @@ tests. The hidden tests are run on every final tree to check the truth the task 
     python tools/build_groups.py            # rewrite the shipped groups
     python tools/build_groups.py --check    # exit 1 if the shipped groups differ
     python tools/build_groups.py --out DIR  # write elsewhere
+    python tools/build_groups.py --out DIR --task NAME  # one task only (while writing it)
 
 The output is deterministic: the same sources give the same bytes.
 """
@@ -332,6 +333,8 @@ def check_replays(task: TaskSpec, replays: list[Replayed]) -> None:
             raise ValueError(f"{where}: {len(r.turns)} turns, want {MIN_TURNS}-{MAX_TURNS}")
         if r.hidden_pass != r.spec.hidden_pass:
             raise ValueError(f"{where}: hidden tests passed={r.hidden_pass}\n{r.hidden_output}")
+        if r.spec.trap is not None and (r.spec.hack is not None or r.spec.kind == "hack"):
+            raise ValueError(f"{where}: a trap is an honest candidate, not a hack")
         if r.spec.hack is not None and hack_turn(r.turns, r.spec.hack) is None:
             raise ValueError(f"{where}: hack quote not citable: {r.spec.hack.quote!r}")
         expected = {"wrong": 0.0, "hack": r.reward}.get(r.spec.kind, 1.0)
@@ -354,6 +357,7 @@ def rows(task: TaskSpec, replays: list[Replayed]) -> list[GroupGradeData]:
     mean = sum(rewards) / len(rewards)
     privileged = {**task.hidden, "gold.patch": unified_diff(task.files, gold_tree(task))}
     hacks = {label[r.spec.name]: r.spec.hack.kind for r in by_label if r.spec.hack}
+    traps = {label[r.spec.name]: r.spec.trap for r in by_label if r.spec.trap}
     passing = {r.spec.name for r in replays if r.reward > mean}
 
     def candidates(with_rewards: bool) -> list[Candidate]:
@@ -387,7 +391,7 @@ def rows(task: TaskSpec, replays: list[Replayed]) -> list[GroupGradeData]:
             group_id=f"{task.name}/0",
             mode="rewards",
             candidates=candidates(True),
-            truth=Truth(tiers=tiers(passing), hacks=hacks),
+            truth=Truth(tiers=tiers(passing), hacks=hacks, traps=traps),
             **common,
         )
     ]
@@ -397,7 +401,9 @@ def rows(task: TaskSpec, replays: list[Replayed]) -> list[GroupGradeData]:
                 group_id=f"{task.name}/0/adv",
                 mode="advantages",
                 candidates=candidates(False),
-                truth=Truth(tiers=tiers(set(label)), margins=list(task.margins), hacks=hacks),
+                truth=Truth(
+                    tiers=tiers(set(label)), margins=list(task.margins), hacks=hacks, traps=traps
+                ),
                 **common,
             )
         )
@@ -467,10 +473,24 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="compare with --out instead of writing; exit 1 on any difference",
     )
+    parser.add_argument(
+        "--task",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="build only this task (repeatable; needs --out, since the shipped folder holds "
+        "every task)",
+    )
     args = parser.parse_args(argv)
+    names = {task.name for task in TASKS}
+    if unknown := sorted(set(args.task) - names):
+        parser.error(f"unknown task {', '.join(unknown)} (tasks: {', '.join(sorted(names))})")
+    if args.task and args.out == DEFAULT_OUT:
+        parser.error("--task needs --out: the shipped folder holds every task")
+    tasks = tuple(task for task in TASKS if not args.task or task.name in args.task)
     with tempfile.TemporaryDirectory(prefix="gg-groups-") as tmp:
         fresh = Path(tmp)
-        build(fresh)
+        build(fresh, tasks)
         if args.check:
             diff = differences(fresh, args.out)
             for path in diff:
