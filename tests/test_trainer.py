@@ -23,13 +23,14 @@ from verifiers.v1.serve.client import EnvClient
 from verifiers.v1.serve.server import EnvServer
 from verifiers.v1.utils.loaders import resolve_env_config
 
-from group_grade import scoring, trainer
-from group_grade.advantages import F_MIN, LAMBDA_MAX, gar_records
+from group_grade import trainer
+from group_grade.advantages import F_MIN, LAMBDA_MAX, GarKnobs, gar_records
 from group_grade.boxes.base import DeleteReport
 from group_grade.boxes.prime import PrimeBackend, make_prime_checkpoint
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.data import GroupGradeData
-from group_grade.trainer import GroupGrader, GroupResult, records_from_grade_info
+from group_grade.grade_record import GradeRecord
+from group_grade.trainer import GroupGrader, GroupResult
 from group_grade.verdict import CandidateVerdict, GroupVerdict
 from tests.fake_prime_api import FakePrimeAPI
 from tests.grading import KEY_VAR, env_config, shell, submit
@@ -323,9 +324,9 @@ def graded_episode(data: GroupGradeData) -> vf.WireEpisode:
         candidates=[CandidateVerdict(label=label) for label in data.labels],
         ranking=[[c.label for c in data.candidates if c.passed]],
     )
-    config = {"f_min": F_MIN, "lambda_max": LAMBDA_MAX}
-    trace = make_trace([], info={"verdict": verdict.model_dump(mode="json"), "gar_config": config})
-    scoring.record_gar(data, trace)
+    trace = make_trace([])
+    record = GradeRecord(group_id=data.group_id, trace_ids=data.trace_ids, verdict=verdict)
+    record.mapped(data, GarKnobs(f_min=F_MIN, lambda_max=LAMBDA_MAX)).write(trace)
     return vf.WireEpisode.model_validate(
         {
             "task": {"type": "GroupGradeTask", "data": data.model_dump(mode="json")},
@@ -437,7 +438,7 @@ async def test_cancelling_grade_propagates_and_still_deletes(
 async def test_grade_refuses_unusable_input() -> None:
     grader = GroupGrader("tcp://127.0.0.1:1", client={}, model="m")
     grade_trace = candidate("G", 1.0)
-    grade_trace.info["kind"] = "grade"
+    GradeRecord(group_id="g").write(grade_trace)
     with pytest.raises(ValueError, match="grade traces cannot be candidates"):
         await grader.grade([candidate("A", 1.0), grade_trace], group_id="g")
     with pytest.raises(ValueError, match="not unique"):
@@ -453,14 +454,16 @@ def test_the_callers_mapping_knobs_win_over_the_envs() -> None:
         candidates=[CandidateVerdict(label=label) for label in data.labels],
         ranking=[["c01"], ["c02", "c03"], ["c04"]],
     )
-    config = {"f_min": F_MIN, "lambda_max": LAMBDA_MAX}
-    trace = make_trace([], info={"verdict": verdict.model_dump(mode="json"), "gar_config": config})
-    scoring.record_gar(data, trace)
-    same = records_from_grade_info(data, trace.info)
+    trace = make_trace([])
+    env_knobs = GarKnobs(f_min=F_MIN, lambda_max=LAMBDA_MAX)
+    GradeRecord(group_id=data.group_id, verdict=verdict).mapped(data, env_knobs).write(trace)
+    record = GradeRecord.of(trace)
+    assert record is not None
+    same = record.advantages(data, env_knobs)
     assert [r.advantage for r in same] == [
         trace.info["gar"][label]["advantage"] for label in data.labels
     ]
-    other = records_from_grade_info(data, trace.info, f_min=0.0, lambda_max=2.0)
+    other = record.advantages(data, GarKnobs(f_min=0.0, lambda_max=2.0))
     expected = gar_records(data, verdict, f_min=0.0, lambda_max=2.0)
     assert [r.advantage for r in other] == [r.advantage for r in expected]
     assert [r.advantage for r in other] != [r.advantage for r in same]

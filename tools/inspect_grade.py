@@ -16,6 +16,7 @@ from pathlib import Path
 
 import verifiers.v1 as vf
 
+from group_grade.grade_record import GradeRecord
 from group_grade.grade_traces import is_grade_trace, read_traces
 from group_grade.results import GradeResult, grpo_advantages, one_line, results_of
 from group_grade.sources import InputError
@@ -34,7 +35,8 @@ def find_grade_trace(
                 continue
             if wanted not in (None, trace.id, episode.id):
                 continue
-            if group is not None and trace.info.get("group_id") != group:
+            record = GradeRecord.of(trace)
+            if group is not None and (record is None or record.group_id != group):
                 continue
             return trace
     what = f" with id {wanted}" if wanted else f" of group {group!r}" if group else ""
@@ -96,7 +98,6 @@ def _hack_lines(result: GradeResult) -> list[str]:
 def render_grade(trace: vf.Trace) -> str:
     """The grade trace as text."""
     result = GradeResult.of(trace)
-    info = trace.info
     row = result.row
     outcome = "graded" if result.verdict is not None else f"fallback ({result.fallback_reason})"
     lines = [
@@ -104,8 +105,8 @@ def render_grade(trace: vf.Trace) -> str:
         f"group: {one_line(row.group_id)}  mode: {row.mode}  candidates: {len(row.candidates)}",
         f"outcome: {outcome}",
     ]
-    if info.get("verdict_error"):
-        lines.append(f"verdict error: {one_line(info['verdict_error'])}")
+    if result.record.verdict_error:
+        lines.append(f"verdict error: {one_line(result.record.verdict_error)}")
     if trace.errors:
         lines.append(f"error: {trace.errors[-1].type}: {one_line(trace.errors[-1].message)}")
     if result.verdict is not None:

@@ -27,16 +27,23 @@ def _validation_message(error: ValidationError) -> str:
     return "the verdict does not parse:\n" + "\n".join(lines)
 
 
-def accept_verdict(data: GroupGradeData, raw: str | dict | None) -> Acceptance:
-    """``raw`` is the verdict JSON text or object (None: no verdict was written)."""
+def parse_verdict(raw: str | dict | GroupVerdict) -> GroupVerdict:
+    """The verdict in ``raw`` (JSON text, a JSON object, or the model itself); raises
+    ValidationError."""
+    if isinstance(raw, GroupVerdict):
+        return raw
+    if isinstance(raw, str):
+        return GroupVerdict.model_validate_json(raw)
+    return GroupVerdict.model_validate(raw)
+
+
+def accept_verdict(data: GroupGradeData, raw: str | dict | GroupVerdict | None) -> Acceptance:
+    """``raw`` is the verdict: JSON text or object as the grader wrote it, or the model
+    ``submit_verdict`` built (None: no verdict was written)."""
     if raw is None:
         return Acceptance(error="no verdict was written")
     try:
-        verdict = (
-            GroupVerdict.model_validate_json(raw)
-            if isinstance(raw, str)
-            else GroupVerdict.model_validate(raw)
-        )
+        verdict = parse_verdict(raw)
     except ValidationError as e:
         return Acceptance(error=_validation_message(e))
     try:

@@ -40,6 +40,7 @@ from group_grade.boxes.base import BoxError
 from group_grade.boxes.local import LocalBackend, make_local_checkpoint
 from group_grade.chat_server import ChatServer
 from group_grade.data import Candidate, GroupGradeData
+from group_grade.grade_record import GradeRecord
 from group_grade.reference import ReferenceGrader
 from group_grade.report import render_report
 from group_grade.results import GradeResult, RunSummary, mean_agreement, one_line
@@ -158,7 +159,10 @@ def summary(results: Sequence[GradeResult], seconds: float) -> str:
 
 
 def failed(episode: vf.Episode) -> bool:
-    return not episode.ok or any(t.info.get("fallback_reason") in FAILED for t in episode.traces)
+    return not episode.ok or any(
+        (record := GradeRecord.of(t)) is not None and record.fallback_reason in FAILED
+        for t in episode.traces
+    )
 
 
 def eval_config(args: argparse.Namespace, base_url: str) -> EvalConfig:

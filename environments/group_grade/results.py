@@ -19,6 +19,7 @@ from verifiers.v1.types import content_text
 from group_grade.advantages import AdvantageRecord
 from group_grade.citations import CitationReport
 from group_grade.data import GroupGradeData, Margin, Mode, Truth
+from group_grade.grade_record import GradeRecord
 from group_grade.grade_traces import is_grade_trace, read_traces
 from group_grade.verdict import GroupVerdict
 
@@ -121,6 +122,8 @@ class GradeResult:
 
     trace: vf.Trace
     row: GroupGradeData
+    record: GradeRecord
+    """What the trace recorded (``trace.info``)."""
     verdict: GroupVerdict | None
     citations: CitationReport
     records: dict[str, AdvantageRecord]
@@ -135,19 +138,14 @@ class GradeResult:
 
     @classmethod
     def of(cls, trace: vf.Trace, episode_id: str | None = None) -> GradeResult:
-        info = trace.info
         data = trace.task.data
         row = (
             data
             if isinstance(data, GroupGradeData)
             else GroupGradeData.model_validate(data.model_dump(mode="json"))
         )
-        raw = info.get("verdict")
-        verdict = GroupVerdict.model_validate(raw) if raw is not None else None
-        records = {
-            label: AdvantageRecord.model_validate(record)
-            for label, record in (info.get("gar") or {}).items()
-        }
+        record = GradeRecord.of(trace) or GradeRecord(group_id=row.group_id)
+        verdict = record.verdict
         scores: dict[str, float] = {}
         reward = trace.rewards.get("agreement")
         if reward is not None:
@@ -157,16 +155,17 @@ class GradeResult:
                 scores[name.removeprefix(AGREEMENT_PREFIX)] = float(value)
         problem = None
         if verdict is None:
-            problem = info.get("verdict_error") or "; ".join(e.message for e in trace.errors)
+            problem = record.verdict_error or "; ".join(e.message for e in trace.errors)
         return cls(
             trace=trace,
             row=row,
+            record=record,
             verdict=verdict,
-            citations=CitationReport.model_validate(info.get("citations") or {}),
-            records=records,
+            citations=record.citations or CitationReport(),
+            records=dict(record.gar or {}),
             grpo=grpo_advantages(row),
             agreement=scores,
-            fallback_reason=info.get("fallback_reason") if verdict is None else None,
+            fallback_reason=record.fallback_reason if verdict is None else None,
             problem=problem or None,
             episode_id=episode_id,
             calls=grader_calls(trace),

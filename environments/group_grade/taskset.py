@@ -22,12 +22,13 @@ from group_grade import scoring
 from group_grade.acceptance import accept_verdict
 from group_grade.advantages import F_MIN, LAMBDA_MAX, FMin, GarKnobs, LambdaMax
 from group_grade.data import GroupGradeData, Mode
-from group_grade.grade_traces import mark_grade_trace
+from group_grade.grade_record import GradeRecord
 from group_grade.prompts import render_prompt
 from group_grade.sources import InputError, describe_validation_error, read_records, record_kind
 from group_grade.staging import VERDICT_FILE, grader_files, tar_archive
 from group_grade.state import GradeState
 from group_grade.toolset import GradeToolset, GradeToolsetConfig
+from group_grade.verdict import GroupVerdict
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,14 @@ class GroupGradeTaskConfig(vf.TaskConfig):
         if self.policy_file is not None:
             return self.policy_file.read_text()
         return self.policy
+
+
+def task_hook(hook: Callable[..., Any]) -> staticmethod:
+    """A hook of ``scoring.py`` as one of the task's own: verifiers finds it by the marks its
+    decorator left and calls the function itself (unbound: it takes ``task`` and ``trace``)."""
+    held = staticmethod(hook)
+    vars(held).update(vars(hook))
+    return held
 
 
 STAGING_CONCURRENCY = 8
@@ -208,9 +217,9 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
         return CONTAINER_GRADE_ROOT
 
     async def setup(self, trace: vf.Trace, runtime: vf.Runtime) -> None:
-        mark_grade_trace(self.data, trace)
         root = self.grade_root(runtime)
-        trace.info["grade_root"] = root
+        record = GradeRecord.start(self.data, trace)
+        record.model_copy(update={"grade_root": root}).write(trace)
         await stage_files(runtime, functools.partial(grader_files, self.data, root), root=root)
         if self.renders_prompt and root != self.default_root:
             data = trace.task.data.model_copy(update={"prompt": self.prompt_for(root)})
@@ -219,59 +228,45 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
     async def finalize(self, trace: vf.Trace, runtime: vf.Runtime) -> None:
         """The verdict ``submit_verdict`` accepted is the verdict, and is written to
         ``<grade root>/verdict.json`` for the record. Only when nothing was accepted is a
-        ``verdict.json`` the grader wrote itself read. Either is validated, citation-checked
-        and stored in ``trace.info``."""
-        path = f"{trace.info.get('grade_root') or self.grade_root(runtime)}/{VERDICT_FILE}"
-        raw: str | None = None
-        submitted = trace.state.submitted
-        if submitted is not None:
-            raw = submitted.model_dump_json()
-            await runtime.write(path, raw.encode())
+        ``verdict.json`` the grader wrote itself read. Either is validated, citation-checked,
+        mapped to advantages and stored in the trace's ``GradeRecord``."""
+        record = GradeRecord.start(self.data, trace)
+        path = f"{record.grade_root or self.grade_root(runtime)}/{VERDICT_FILE}"
+        raw: str | GroupVerdict | None = trace.state.submitted
+        read_error: str | None = None
+        if raw is not None:
+            await runtime.write(path, raw.model_dump_json().encode())
         else:
             try:
                 data = await runtime.read(path, max_bytes=VERDICT_MAX_BYTES)
                 raw = data.decode(errors="replace")
             except (SandboxError, OSError) as e:
-                trace.info["verdict_read_error"] = str(e)[-500:]
+                read_error = str(e)[-500:]
         outcome = accept_verdict(self.data, raw)
-        trace.info["gar_config"] = self.config.knobs.model_dump()
-        trace.info["citations"] = outcome.citations.model_dump(mode="json")
-        if outcome.verdict is not None:
-            trace.info["verdict"] = outcome.verdict.model_dump(mode="json")
-        else:
-            trace.info["verdict_error"] = outcome.error
-            trace.info["fallback_reason"] = "timeout" if trace.is_timeout else "invalid"
+        record = record.model_copy(
+            update={
+                "verdict_read_error": read_error,
+                "citations": outcome.citations,
+                "verdict": outcome.verdict,
+                "verdict_error": outcome.error,
+                "fallback_reason": None
+                if outcome.verdict is not None
+                else "timeout"
+                if trace.is_timeout
+                else "invalid",
+            }
+        )
+        record.mapped(self.data, self.config.knobs).write(trace)
 
     @vf.stop
     async def verdict_submitted(self, trace: vf.Trace) -> bool:
         return self.config.stop_on_verdict and trace.state.submitted is not None
 
-    @vf.metric
-    async def gar(self, task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
-        return await scoring.gar(task, trace)
-
-    @vf.metric
-    async def tools(self, trace: vf.Trace) -> dict[str, float]:
-        state = trace.state
-        return {
-            "restores": float(state.restores),
-            "restore_seconds": state.restore_seconds,
-            "submissions": float(state.submissions),
-            "grader_tokens": float(trace.num_total_tokens),
-        }
-
-    @vf.metric
-    async def agreement_metrics(self, task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
-        return await scoring.agreement_metrics(task, trace)
-
-    @vf.reward(weight=1.0)
-    async def valid(self, trace: vf.Trace) -> float:
-        return await scoring.valid(trace)
-
-    @vf.reward(weight=1.0)
-    async def agreement(self, task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
-        """Labeled rows only: how well the verdict agrees with the row's truth."""
-        return await scoring.agreement_reward(task, trace)
+    gar = task_hook(scoring.gar)
+    tools = task_hook(scoring.tools)
+    agreement_metrics = task_hook(scoring.agreement_metrics)
+    valid = task_hook(scoring.valid)
+    agreement = task_hook(scoring.agreement)
 
 
 def _drop_nulls(value: Any) -> Any:
@@ -414,7 +409,11 @@ class GroupGradeEnv(vf.Env[GroupGradeEnvConfig]):
 
     async def finalize(self, task: vf.Task, episode: vf.Episode) -> None:
         for trace in episode.traces:
-            if "gar" in trace.info:
+            record = GradeRecord.start(task.data, trace)
+            if record.gar is not None:
                 continue
-            trace.info.setdefault("fallback_reason", "timeout" if trace.is_timeout else "error")
-            trace.record_metrics(await scoring.gar(task.data, trace))
+            reason = record.fallback_reason or ("timeout" if trace.is_timeout else "error")
+            record = record.model_copy(update={"fallback_reason": reason})
+            record = record.mapped(task.data, record.gar_config or GarKnobs())
+            record.write(trace)
+            trace.record_metrics(scoring.gar_metrics(task.data, record))

@@ -77,7 +77,7 @@ def make_backend(scheme: str, config: GradeToolsetConfig, data: GroupGradeData) 
 
 def submission_answer(data: GroupGradeData, verdict: GroupVerdict) -> tuple[bool, str]:
     """Whether ``verdict`` is accepted, and the answer the grader reads."""
-    outcome = accept_verdict(data, verdict.model_dump(mode="json"))
+    outcome = accept_verdict(data, verdict)
     if outcome.error is not None:
         return False, f"REJECTED: {outcome.error}\nFix these and call submit_verdict again."
     failing = [f for f in outcome.citations.failures if f.label in outcome.citations.downgraded]
