@@ -329,7 +329,7 @@ def strip_marks(episode: dict[str, Any], how: str) -> dict[str, Any]:
     episode = json.loads(json.dumps(episode))
     tasks = [episode["task"], *(trace["task"] for trace in episode["traces"])]
     for trace in episode["traces"]:
-        for key in ("kind", "group_id", "candidates") if how == "marks" else list(trace["info"]):
+        for key in ("kind", "group_id", "trace_ids") if how == "marks" else list(trace["info"]):
             trace["info"].pop(key, None)
     for task in tasks:
         task["data"].pop("group_id")

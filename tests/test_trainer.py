@@ -464,7 +464,7 @@ def test_the_callers_mapping_knobs_win_over_the_envs() -> None:
         trace.info["gar"][label]["advantage"] for label in data.labels
     ]
     other = record.advantages(data, GarKnobs(f_min=0.0, lambda_max=2.0))
-    expected = gar_records(data, verdict, f_min=0.0, lambda_max=2.0)
+    expected = gar_records(data, verdict, knobs=GarKnobs(f_min=0.0, lambda_max=2.0))
     assert [r.advantage for r in other] == [r.advantage for r in expected]
     assert [r.advantage for r in other] != [r.advantage for r in same]
 

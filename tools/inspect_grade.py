@@ -16,9 +16,10 @@ from pathlib import Path
 
 import verifiers.v1 as vf
 
+from group_grade.advantages import grpo_advantages
 from group_grade.grade_record import GradeRecord
 from group_grade.grade_traces import is_grade_trace, read_traces
-from group_grade.results import GradeResult, grpo_advantages, one_line, results_of
+from group_grade.results import GradeResult, one_line, results_of
 from group_grade.sources import InputError
 
 __all__ = ["find_grade_trace", "grpo_advantages", "list_results", "main", "render_grade"]

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import verifiers.v1 as vf
 
+from group_grade.advantages import needs_grading
 from group_grade.data import GroupGradeData, Mode
 from group_grade.grade_traces import is_grade_record, read_traces
-from group_grade.trainer import needs_grading
 
 
 @dataclass

@@ -66,10 +66,6 @@ def win_rates(tiers: Sequence[Sequence[str]]) -> dict[str, float]:
     return rates
 
 
-def win_rate(tiers: Sequence[Sequence[str]], label: str) -> float | None:
-    return win_rates(tiers).get(label)
-
-
 def _all_tiers(verdict: GroupVerdict) -> list[list[str]]:
     hacks = sorted(verdict.confirmed)
     return [list(tier) for tier in verdict.ranking] + ([hacks] if hacks else [])
@@ -175,17 +171,45 @@ def advantages_mode_records(data: GroupGradeData, verdict: GroupVerdict) -> list
     ]
 
 
+def needs_grading(data: GroupGradeData) -> bool:
+    """Rewards mode grades mixed groups only; advantages mode every group of two or more."""
+    if data.mode == "rewards":
+        return len(set(data.rewards)) > 1
+    return len(data.candidates) >= 2
+
+
+def grpo_advantages(data: GroupGradeData) -> dict[str, float] | None:
+    """Plain GRPO per label (reward minus the group mean) whenever every candidate has a
+    reward, whatever the mode; None when some have none (advantages-mode rows may not).
+    A group that falls back trains on these in rewards mode, on zeros in advantages mode."""
+    rewards = [c.reward for c in data.candidates]
+    if any(r is None for r in rewards):
+        return None
+    mean = sum(rewards) / len(rewards)  # type: ignore[arg-type]
+    return {c.label: c.reward - mean for c in data.candidates}  # type: ignore[operator]
+
+
+def ungraded_records(data: GroupGradeData) -> list[AdvantageRecord]:
+    """Plain GRPO for a group that is not graded (``needs_grading``): its rewards are all
+    equal (or it has a single candidate), so every advantage is 0."""
+    return [AdvantageRecord(label=c.label, reward=c.reward, advantage=0.0) for c in data.candidates]
+
+
 def fallback_records(data: GroupGradeData, reason: FallbackReason) -> list[AdvantageRecord]:
     """No verdict: plain GRPO (rewards mode) or zeros (advantages mode), with the reason."""
-    if data.mode == "rewards":
-        mean = sum(data.rewards) / len(data.rewards)
-        advantages = [r - mean for r in data.rewards]
-    else:
-        advantages = [0.0] * len(data.candidates)
+    grpo = grpo_advantages(data) if data.mode == "rewards" else None
     return [
-        AdvantageRecord(label=c.label, reward=c.reward, advantage=a, fallback_reason=reason)
-        for c, a in zip(data.candidates, advantages, strict=True)
+        AdvantageRecord(
+            label=c.label,
+            reward=c.reward,
+            advantage=grpo[c.label] if grpo is not None else 0.0,
+            fallback_reason=reason,
+        )
+        for c in data.candidates
     ]
+
+
+DEFAULT_KNOBS = GarKnobs()
 
 
 def gar_records(
@@ -193,13 +217,11 @@ def gar_records(
     verdict: GroupVerdict | None,
     *,
     fallback_reason: FallbackReason = "invalid",
-    f_min: float = F_MIN,
-    lambda_max: float = LAMBDA_MAX,
+    knobs: GarKnobs = DEFAULT_KNOBS,
 ) -> list[AdvantageRecord]:
     """One record per candidate, in the row's candidate order. ``verdict`` must already be
-    validated and citation-checked; None falls back with ``fallback_reason``. Knobs outside
-    their range (``GarKnobs``) raise a ValidationError naming the knob."""
-    knobs = GarKnobs(f_min=f_min, lambda_max=lambda_max)
+    validated and citation-checked; None falls back with ``fallback_reason``. The knobs are
+    checked where they are given (``GarKnobs``), not here."""
     if verdict is None:
         return fallback_records(data, fallback_reason)
     if data.mode == "rewards":

@@ -88,13 +88,7 @@ class GradeRecord(BaseModel):
         """The record with the advantages of its verdict (or of its fallback, for the
         ``fallback_reason``, ``invalid`` when none is given) mapped with ``knobs``."""
         reason: FallbackReason = self.fallback_reason or "invalid"
-        records = gar_records(
-            data,
-            self.verdict,
-            fallback_reason=reason,
-            f_min=knobs.f_min,
-            lambda_max=knobs.lambda_max,
-        )
+        records = gar_records(data, self.verdict, fallback_reason=reason, knobs=knobs)
         return self.model_copy(update={"gar_config": knobs, "gar": {r.label: r for r in records}})
 
     def advantages(self, data: GroupGradeData, knobs: GarKnobs) -> list[AdvantageRecord]:
@@ -102,7 +96,7 @@ class GradeRecord(BaseModel):
         recorded ones when they were mapped with these knobs, else the recorded verdict mapped
         again here. Raises ValueError when the record carries neither."""
         if self.verdict is not None and self.gar_config != knobs:
-            return gar_records(data, self.verdict, f_min=knobs.f_min, lambda_max=knobs.lambda_max)
+            return gar_records(data, self.verdict, knobs=knobs)
         if self.gar is None:
             raise ValueError("the grade trace carries no advantages (info.gar)")
         if missing := [label for label in data.labels if label not in self.gar]:

@@ -16,7 +16,7 @@ import verifiers.v1 as vf
 from pydantic import BaseModel, ConfigDict, Field
 from verifiers.v1.types import content_text
 
-from group_grade.advantages import AdvantageRecord
+from group_grade.advantages import AdvantageRecord, grpo_advantages
 from group_grade.citations import CitationReport
 from group_grade.data import GroupGradeData, Margin, Mode, Truth
 from group_grade.grade_record import GradeRecord
@@ -54,17 +54,6 @@ def one_line(text: str, cap: int | None = None) -> str:
     """``text`` on one line (whitespace runs collapsed), visible, cut to ``cap``."""
     flat = visible(" ".join(text.split()))
     return flat if cap is None or len(flat) <= cap else flat[: cap - 3] + "..."
-
-
-def grpo_advantages(row: GroupGradeData) -> dict[str, float] | None:
-    """Plain GRPO per label (reward minus the group mean) whenever every candidate has a
-    reward, whatever the mode; None when some have none (advantages-mode rows may not).
-    A group that falls back trains on these in rewards mode, on zeros in advantages mode."""
-    rewards = [c.reward for c in row.candidates]
-    if any(r is None for r in rewards):
-        return None
-    mean = sum(rewards) / len(rewards)  # type: ignore[arg-type]
-    return {c.label: c.reward - mean for c in row.candidates}  # type: ignore[operator]
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import get_args
 
 import verifiers.v1 as vf
 
-from group_grade.advantages import FallbackReason, GarKnobs
+from group_grade.advantages import DEFAULT_KNOBS, FallbackReason
 from group_grade.agreement import Agreement
 from group_grade.agreement import agreement as agreement_with
 from group_grade.data import GroupGradeData
@@ -32,7 +32,7 @@ def gar_metrics(task: GroupGradeData, record: GradeRecord) -> dict[str, float]:
     """The keyed metrics of the record's advantages (mapped here with the default knobs
     when the record carries none)."""
     if record.gar is None:
-        record = record.mapped(task, record.gar_config or GarKnobs())
+        record = record.mapped(task, record.gar_config or DEFAULT_KNOBS)
     assert record.gar is not None
     records = [record.gar[label] for label in task.labels if label in record.gar]
     verdict = record.verdict

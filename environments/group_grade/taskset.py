@@ -20,7 +20,7 @@ from verifiers.v1.runtimes import SubprocessRuntime
 
 from group_grade import scoring
 from group_grade.acceptance import accept_verdict
-from group_grade.advantages import F_MIN, LAMBDA_MAX, FMin, GarKnobs, LambdaMax
+from group_grade.advantages import DEFAULT_KNOBS, F_MIN, LAMBDA_MAX, FMin, GarKnobs, LambdaMax
 from group_grade.data import GroupGradeData, Mode
 from group_grade.grade_record import GradeRecord
 from group_grade.prompts import render_prompt
@@ -74,7 +74,9 @@ class GroupGradeTaskConfig(vf.TaskConfig):
 
     @property
     def knobs(self) -> GarKnobs:
-        return GarKnobs(f_min=self.f_min, lambda_max=self.lambda_max)
+        """The knobs as the mapping takes them; ``f_min`` and ``lambda_max`` were checked
+        when this config was, by the very types ``GarKnobs`` checks them with."""
+        return GarKnobs.model_construct(f_min=self.f_min, lambda_max=self.lambda_max)
 
     def policy_text(self) -> str | None:
         if self.policy_file is not None:
@@ -414,6 +416,6 @@ class GroupGradeEnv(vf.Env[GroupGradeEnvConfig]):
                 continue
             reason = record.fallback_reason or ("timeout" if trace.is_timeout else "error")
             record = record.model_copy(update={"fallback_reason": reason})
-            record = record.mapped(task.data, record.gar_config or GarKnobs())
+            record = record.mapped(task.data, record.gar_config or DEFAULT_KNOBS)
             record.write(trace)
             trace.record_metrics(scoring.gar_metrics(task.data, record))

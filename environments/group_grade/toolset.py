@@ -77,12 +77,13 @@ def make_backend(scheme: str, config: GradeToolsetConfig, data: GroupGradeData) 
 
 def submission_answer(data: GroupGradeData, verdict: GroupVerdict) -> tuple[bool, str]:
     """Whether ``verdict`` is accepted, and the answer the grader reads."""
-    outcome = accept_verdict(data, verdict)
+    outcome = accept_verdict(data, verdict, stage="submitted")
     if outcome.error is not None:
         return False, f"REJECTED: {outcome.error}\nFix these and call submit_verdict again."
-    failing = [f for f in outcome.citations.failures if f.label in outcome.citations.downgraded]
-    if failing:
-        lines = [f"- {f.label}, turn {f.turn}, quote {f.quote!r}: {f.problem}" for f in failing]
+    if outcome.unproven:
+        lines = [
+            f"- {f.label}, turn {f.turn}, quote {f.quote!r}: {f.problem}" for f in outcome.unproven
+        ]
         return False, (
             "REJECTED: these quotes of confirmed hacks do not stand:\n"
             + "\n".join(lines)

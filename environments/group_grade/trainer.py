@@ -38,6 +38,8 @@ from group_grade.advantages import (
     FallbackReason,
     GarKnobs,
     fallback_records,
+    needs_grading,
+    ungraded_records,
 )
 from group_grade.boxes.base import DeleteReport
 from group_grade.data import GroupGradeData, Mode
@@ -49,19 +51,6 @@ logger = logging.getLogger(__name__)
 Deleter = Callable[[list[str]], Awaitable[DeleteReport]]
 """Deletes checkpoints; the default is ``group_grade.boxes.delete_checkpoints``."""
 _client_config = TypeAdapter(vf.ClientConfig)
-
-
-def needs_grading(row: GroupGradeData) -> bool:
-    """Rewards mode grades mixed groups only; advantages mode every group of two or more."""
-    if row.mode == "rewards":
-        return len(set(row.rewards)) > 1
-    return len(row.candidates) >= 2
-
-
-def ungraded_records(row: GroupGradeData) -> list[AdvantageRecord]:
-    """Plain GRPO for a group that is not graded: its rewards are all equal (or it has a
-    single candidate), so every advantage is 0."""
-    return [AdvantageRecord(label=c.label, reward=c.reward, advantage=0.0) for c in row.candidates]
 
 
 class GroupResult(BaseModel):
