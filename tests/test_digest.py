@@ -12,7 +12,6 @@ from group_grade.data import Candidate, GroupGradeData
 from group_grade.digest import (
     _IGNORECASE_TWINS,
     FLAGS,
-    _one_line,
     digest_body,
     flagged_commands,
     patch_changes,
@@ -20,7 +19,7 @@ from group_grade.digest import (
     render_turn_index,
     says_only_the_outcome,
 )
-from group_grade.transcript import ELIDED, policy_text
+from group_grade.transcript import ELIDED, one_line, policy_text
 from tests.traces import Call, Turn, make_trace
 
 
@@ -306,7 +305,7 @@ def test_flags_match_every_pattern_on_every_line(turns: list[str]):
 def test_one_line_flattens_whitespace_and_cuts(text: str):
     flat = " ".join(text.split())
     expected = flat if len(flat) <= 40 else flat[:37] + "..."
-    assert _one_line(text, 40) == expected
+    assert one_line(text, 40) == expected
 
 
 def test_minted_rows_carry_the_body_and_staging_adds_the_mode_head():

@@ -43,7 +43,7 @@ from group_grade.data import Candidate, GroupGradeData
 from group_grade.grade_record import GradeRecord
 from group_grade.reference import ReferenceGrader
 from group_grade.report import render_report
-from group_grade.results import GradeResult, RunSummary, mean_agreement, one_line
+from group_grade.results import GradeResult, RunSummary, mean_agreement, shown_line
 from group_grade.sources import InputError
 from group_grade.taskset import GroupGradeTaskset, GroupGradeTasksetConfig, shipped_groups
 
@@ -76,10 +76,6 @@ How to read a group:
            suspected: noted, changes no advantage"""
 
 
-def _cut(text: str, cap: int = QUOTE_SHOWN) -> str:
-    return one_line(text, cap)
-
-
 def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
 
@@ -106,10 +102,10 @@ def group_report(result: GradeResult) -> str:
     """One group's result: the verdict next to the truth, the group's agreement, the hack
     calls with their quotes, advantages next to GRPO's, the grader's notes."""
     row = result.row
-    lines = [f"== {one_line(row.group_id)} ({row.mode} mode, {len(row.candidates)} candidates)"]
+    lines = [f"== {shown_line(row.group_id)} ({row.mode} mode, {len(row.candidates)} candidates)"]
     verdict = result.verdict
     if verdict is None:
-        detail = f" ({_cut(result.problem)})" if result.problem else ""
+        detail = f" ({shown_line(result.problem, QUOTE_SHOWN)})" if result.problem else ""
         lines.append(f"  no verdict: fallback `{result.fallback_reason or 'invalid'}`{detail}")
     else:
         lines.append(f"  verdict: {result.verdict_text()}")
@@ -124,7 +120,9 @@ def group_report(result: GradeResult) -> str:
                 continue
             kind = f" (truth: {true_hacks[entry.label]})" if entry.label in true_hacks else ""
             lines.append(f"  hack {entry.label}: {entry.hack}{kind}")
-            lines.extend(f'    turn {e.turn}: "{_cut(e.quote)}"' for e in entry.evidence)
+            lines.extend(
+                f'    turn {e.turn}: "{shown_line(e.quote, QUOTE_SHOWN)}"' for e in entry.evidence
+            )
         lines.extend(
             f"  quote failed, {label} downgraded to suspected"
             for label in result.citations.downgraded
@@ -132,7 +130,7 @@ def group_report(result: GradeResult) -> str:
     lines.extend(advantage_table(result))
     if verdict is not None and verdict.notes.strip():
         notes = [line for line in verdict.notes.splitlines() if line.strip()]
-        shown = [one_line(line, NOTE_LINE_SHOWN) for line in notes[:NOTE_LINES_SHOWN]]
+        shown = [shown_line(line, NOTE_LINE_SHOWN) for line in notes[:NOTE_LINES_SHOWN]]
         if len(notes) > NOTE_LINES_SHOWN:
             shown.append(f"({len(notes) - NOTE_LINES_SHOWN} more lines in summary.md)")
         lines.append(f"  notes: {shown[0]}")
@@ -386,7 +384,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for episode in episodes:
         if not episode.traces:
             errors = "; ".join(e.message for e in episode.errors) or "no trace"
-            print(f"== {one_line(episode.task.key or '?')}: failed ({_cut(errors)})\n")
+            why = shown_line(errors, QUOTE_SHOWN)
+            print(f"== {shown_line(episode.task.key or '?')}: failed ({why})\n")
         for trace in episode.traces:
             print(group_report(by_trace[id(trace)]) + "\n")
     print(summary(results, seconds))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import re2
 
-from group_grade.transcript import ELIDED, policy_text
+from group_grade.transcript import ELIDED, one_line, policy_text
 
 if TYPE_CHECKING:
     from group_grade.data import Candidate, Mode
@@ -484,7 +484,7 @@ def _flags(policies: list[str]) -> list[tuple[int, str, str]]:
         turn = bisect_right(last_line_of_turn, line_number) + 1
         for flag in FLAGS:
             if flag.matches(line):
-                flags.append((turn, flag.kind, _one_line(line, 120)))
+                flags.append((turn, flag.kind, one_line(line, 120)))
     return flags
 
 
@@ -492,13 +492,6 @@ def flagged_commands(turns: list[str]) -> list[tuple[int, str, str]]:
     """``(turn, kind, line)`` for each line (split at ``\\n``) of the candidate's own text
     that a flag matches, once per flag kind it matches."""
     return _flags([policy_text(turn) for turn in turns])
-
-
-def _one_line(text: str, cap: int) -> str:
-    """``text`` on one line (whitespace runs become one space), cut to ``cap`` characters."""
-    words = text.split(None, cap)  # ``cap`` words and their spaces are already too long
-    flat = " ".join(words[:cap])
-    return flat if len(flat) <= cap and len(words) <= cap else flat[: cap - 3] + "..."
 
 
 TURNS_DIR = "turns"
@@ -557,7 +550,7 @@ def _fits_narrow(
         if turns[first - 1] == ELIDED:
             size = len(ELIDED)
         else:
-            size = len(_one_line(policies[first - 1], TURN_LINE_MIN + 1)) or len(_NO_TEXT)
+            size = len(one_line(policies[first - 1], TURN_LINE_MIN + 1)) or len(_NO_TEXT)
         total += min(size, TURN_LINE_MIN) + extra
         if total > budget:
             return False
@@ -573,7 +566,7 @@ def _turn_lines(turns: list[str], policies: list[str], budget: int) -> list[str]
         return []
     overhead = [len(str(a)) + (0 if a == b else len(str(b)) + 1) + 3 for a, b in items]
     if _fits_narrow(items, turns, policies, overhead, budget):
-        flat = [_one_line(p, TURN_LINE_MAX) for p in policies]
+        flat = [one_line(p, TURN_LINE_MAX) for p in policies]
         sizes = [_size(turns, flat, a) for a, _ in items]
 
         def cost(width: int) -> int:
@@ -592,7 +585,7 @@ def _turn_lines(turns: list[str], policies: list[str], budget: int) -> list[str]
     middle = (
         f"{first}-{last}. one line each in `{TURN_INDEX}`; each in full in `{TURNS_DIR}/NNN.md`"
     )
-    flat = {a: _one_line(policies[a - 1], TURN_LINE_MIN + 1) for a, _ in (*head, *tail)}
+    flat = {a: one_line(policies[a - 1], TURN_LINE_MIN + 1) for a, _ in (*head, *tail)}
 
     def line(a: int, b: int) -> str:
         return _item_line(a, b, turns, {a - 1: flat[a]}, TURN_LINE_MIN)
@@ -611,7 +604,7 @@ def render_turn_index(candidate: Candidate) -> str:
         if turn == ELIDED:
             lines.append(f"{number}. {ELIDED}")
         else:
-            text = _one_line(policy_text(turn), INDEX_LINE_MAX) or _NO_TEXT
+            text = one_line(policy_text(turn), INDEX_LINE_MAX) or _NO_TEXT
             lines.append(f"{number}. {text}")
     return "\n".join(lines) + "\n"
 
@@ -729,7 +722,7 @@ def digest_body(turns: list[str], patch: str | None, policies: list[str] | None 
     final = next((p for p in reversed(policies) if p.strip()), "")
     body.append("")
     body.append("## final message")
-    body.append(_one_line(final, FINAL_MESSAGE_CAP) or "(none)")
+    body.append(one_line(final, FINAL_MESSAGE_CAP) or "(none)")
     body.append("")
     body.append(
         f"## turns (its own text, one line each; each turn in full: `{TURNS_DIR}/NNN.md`, "

@@ -21,6 +21,7 @@ from group_grade.citations import CitationReport
 from group_grade.data import GroupGradeData, Margin, Mode, Truth
 from group_grade.grade_record import GradeRecord
 from group_grade.grade_traces import is_grade_trace, read_traces
+from group_grade.transcript import one_line
 from group_grade.verdict import GroupVerdict
 
 AGREEMENT_PREFIX = "agreement/"
@@ -50,10 +51,9 @@ def visible(text: str) -> str:
     return _CONTROL.sub(shown, text)
 
 
-def one_line(text: str, cap: int | None = None) -> str:
-    """``text`` on one line (whitespace runs collapsed), visible, cut to ``cap``."""
-    flat = visible(" ".join(text.split()))
-    return flat if cap is None or len(flat) <= cap else flat[: cap - 3] + "..."
+def shown_line(text: str, cap: int | None = None) -> str:
+    """``text`` on one line (``transcript.one_line``), visible, then cut to ``cap``."""
+    return one_line(visible(one_line(text)), cap)
 
 
 @dataclass(frozen=True)
@@ -393,7 +393,7 @@ def mean_agreement(results: Iterable[GradeResult]) -> dict[str, float]:
 
 def _code(text: str) -> str:
     """``text`` as a markdown code span, whatever backticks it holds."""
-    text = one_line(text)
+    text = shown_line(text)
     fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text else ""
     return f"{fence}{pad}{text}{pad}{fence}"
@@ -468,8 +468,8 @@ __all__ = [
     "ToolCallView",
     "grpo_advantages",
     "mean_agreement",
-    "one_line",
     "read_results",
     "results_of",
+    "shown_line",
     "visible",
 ]

@@ -111,6 +111,16 @@ def escape_headers(text: str) -> str:
     return "".join(lines) if changed else text
 
 
+def one_line(text: str, cap: int | None = None) -> str:
+    """``text`` on one line (whitespace runs become one space), cut to ``cap`` characters
+    (the last three ``...``) when longer."""
+    if cap is None:
+        return " ".join(text.split())
+    words = text.split(None, cap)  # ``cap`` words and their spaces are already too long
+    flat = " ".join(words[:cap])
+    return flat if len(flat) <= cap and len(words) <= cap else flat[: cap - 3] + "..."
+
+
 def cut_middle(text: str, cap: int) -> str:
     """``text`` unchanged up to ``cap`` characters, else head + marker + tail."""
     if len(text) <= cap:
