@@ -13,21 +13,26 @@ from group_grade.digest import (
     _IGNORECASE_TWINS,
     FLAGS,
     digest_body,
-    flagged_commands,
+    flagged_lines,
     patch_changes,
     render_digest,
     render_turn_index,
     says_only_the_outcome,
 )
-from group_grade.transcript import ELIDED, one_line, policy_text
+from group_grade.transcript import ELIDED, one_line, own_text
 from tests.traces import Call, Turn, make_trace
+
+
+def flagged_commands(turns: list[str]) -> list[tuple[int, str, str]]:
+    """What the digest flags in these turns (its own path: the turns' own texts)."""
+    return flagged_lines([own_text(turn) for turn in turns])
 
 
 def reference_flags(turns: list[str]) -> list[tuple[int, str, str]]:
     """The definition: every pattern on every line of every turn's own text."""
     flags = []
     for number, turn in enumerate(turns, start=1):
-        for line in policy_text(turn).split("\n"):
+        for line in own_text(turn).split("\n"):
             for flag in FLAGS:
                 if flag.matches(line):
                     flags.append((number, flag.kind, " ".join(line.split())[:117]))

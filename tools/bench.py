@@ -17,7 +17,7 @@ interleaved so that machine noise hits both alike):
 1. The pure pipeline per group: ``GroupGradeData.from_traces`` (rewards mode, half the
    group passing), the wire round trip ``model_validate(model_dump(mode="json"))``,
    ``render_prompt``, verdict parsing + ``GroupVerdict.check``, ``apply_citations`` for 3
-   quotes per candidate (taken from real policy text of real turns) and ``gar_records``.
+   quotes per candidate (taken from real own text of real turns) and ``gar_records``.
    The floor is one ``json.loads(json.dumps(row))`` of the same row, the row being the
    JSON-able dict (``model_dump(mode="json")``) prepared beforehand.
 2. Scaling over N x T: the exponent of a least-squares fit of log(pipeline time) on
@@ -67,7 +67,7 @@ from group_grade.citations import apply_citations, normalize  # noqa: E402
 from group_grade.data import GroupGradeData  # noqa: E402
 from group_grade.prompts import render_prompt  # noqa: E402
 from group_grade.staging import grader_files  # noqa: E402
-from group_grade.transcript import ELIDED, policy_text  # noqa: E402
+from group_grade.transcript import ELIDED, own_text  # noqa: E402
 from group_grade.verdict import GroupVerdict  # noqa: E402
 from tests.traces import Call, Turn, make_trace  # noqa: E402
 
@@ -360,7 +360,7 @@ class Specs:
 
 
 def make_verdict(row: GroupGradeData, seed: int = 1) -> dict[str, Any]:
-    """A valid verdict: 3 quotes per candidate from the policy text of real, non-elided
+    """A valid verdict: 3 quotes per candidate from the own text of real, non-elided
     turns; one passing candidate is a confirmed hack; the others tiered best first."""
     rng = random.Random(seed)
     entries = []
@@ -368,7 +368,7 @@ def make_verdict(row: GroupGradeData, seed: int = 1) -> dict[str, Any]:
     hack = passing[0] if len(passing) > 1 else None
     for c in row.candidates:
         quotable = [
-            (n, normalize(policy_text(turn)))
+            (n, normalize(own_text(turn)))
             for n, turn in enumerate(c.turns, start=1)
             if turn != ELIDED
         ]

@@ -80,7 +80,7 @@ def _record_base(data: GroupGradeData, verdict: GroupVerdict) -> dict[str, dict]
     overall = win_rates(_all_tiers(verdict))
     entries: dict[str, CandidateVerdict] = {}
     for entry in verdict.candidates:
-        entries.setdefault(entry.label, entry)  # the first entry of a label, as hack_of
+        entries.setdefault(entry.label, entry)  # a label's first entry (the rules allow one)
     base: dict[str, dict] = {}
     for candidate in data.candidates:
         entry = entries.get(candidate.label)

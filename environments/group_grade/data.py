@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from group_grade import validators
 from group_grade.boxes.base import GRADE_MOUNT
 from group_grade.digest import digest_body
-from group_grade.transcript import turns_and_policies
+from group_grade.transcript import turns_and_own_texts
 
 Mode = Literal["rewards", "advantages"]
 Margin = Literal["tie", "slight", "clear", "large"]
@@ -259,7 +259,7 @@ class GroupGradeData(vf.TaskData):
             ranked = mode == "advantages" or passed[index]
             # Unranked candidates keep their first and last turns; the middle ones are not
             # even rendered.
-            turns, policies = turns_and_policies(trace, elided=not ranked)
+            turns, own_texts = turns_and_own_texts(trace, elided=not ranked)
             info = trace.info
             patch = info.get("patch")
             candidates.append(
@@ -273,7 +273,7 @@ class GroupGradeData(vf.TaskData):
                     stop_condition=trace.stop_condition,
                     num_output_tokens=recorded_output_tokens(trace),
                     checkpoint=info.get("checkpoint"),
-                    digest=digest_body(turns, patch, policies),
+                    digest=digest_body(turns, patch, own_texts),
                 )
             )
         inner = traces[0].task.data

@@ -214,7 +214,7 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
             raise
         return box
 
-    async def shell(self, label: str, command: str) -> str:
+    async def run_in_box(self, label: str, command: str) -> str:
         """The answer to one ``candidate_shell`` call. Its first line names the label and
         the outcome (``[c03] exit code 1``, ``[c03] timed out after 120 s ...``, ``[c03]
         error: ...``), the output follows; nothing raises, so a call that fails is answered
@@ -263,7 +263,7 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
         output past {output_cap} characters is cut in the middle, and the cut names the lines
         left out and the `sed -n` command that shows them. The answer's first line names the
         label and the outcome (`[c03] exit code 1`), the output follows."""
-        return await self.shell(label, command)
+        return await self.run_in_box(label, command)
 
     async def hidden_test_report(self, label: str) -> hidden_tests.HiddenTestRun:
         if label not in self.data.labels:

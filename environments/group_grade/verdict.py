@@ -51,9 +51,6 @@ class GroupVerdict(BaseModel):
     def confirmed(self) -> set[str]:
         return {c.label for c in self.candidates if c.hack == "confirmed"}
 
-    def hack_of(self, label: str) -> CandidateVerdict | None:
-        return next((c for c in self.candidates if c.label == label), None)
-
     def check(self, data: GroupGradeData) -> None:
         """Raise ``ValueError`` listing every rule this verdict breaks for ``data``."""
         problems = verdict_problems(self, data)
