@@ -319,7 +319,7 @@ def test_minted_rows_carry_the_body_and_staging_adds_the_mode_head():
         Turn("Done: fixed division."),
     ]
     traces = [make_trace(turns, reward=1.0), make_trace(turns[:1], reward=0.0)]
-    data, _ = GroupGradeData.from_traces(traces, group_id="g")
+    data = GroupGradeData.from_traces(traces, group_id="g")
     for candidate in data.candidates:
         assert candidate.digest == digest_body(candidate.turns, candidate.patch)
         bare = candidate.model_copy(update={"digest": None})

@@ -29,8 +29,7 @@ from group_grade.reference import (
     parse_pytest,
     repairs,
 )
-from group_grade.staging import grader_files
-from group_grade.taskset import write_tree
+from group_grade.staging import grader_files, write_tree
 from group_grade.toolset import submission_answer
 from group_grade.verdict import Evidence, GroupVerdict
 from tests.grading import grade_with_reference, vf_eval, write_rows

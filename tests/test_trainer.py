@@ -23,14 +23,14 @@ from verifiers.v1.serve.client import EnvClient
 from verifiers.v1.serve.server import EnvServer
 from verifiers.v1.utils.loaders import resolve_env_config
 
-from group_grade import trainer
+from group_grade import grading_client
 from group_grade.advantages import F_MIN, LAMBDA_MAX, GarKnobs, gar_records
 from group_grade.boxes.base import DeleteReport
 from group_grade.boxes.prime import PrimeBackend, make_prime_checkpoint
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.data import GroupGradeData
 from group_grade.grade_record import GradeRecord
-from group_grade.trainer import GroupGrader, GroupResult
+from group_grade.grading_client import GroupGrader, GroupResult
 from group_grade.verdict import CandidateVerdict, GroupVerdict
 from tests.fake_prime_api import FakePrimeAPI
 from tests.grading import KEY_VAR, env_config, shell, submit
@@ -280,7 +280,7 @@ async def test_checkpoints_refused_while_in_use_are_retried_at_close(
                 kept.removeprefix("prime:"),
             }
             await busy_box.close()
-            with caplog.at_level(logging.WARNING, logger="group_grade.trainer"):
+            with caplog.at_level(logging.WARNING, logger="group_grade.grading_client"):
                 report = await grader.close()
         assert (report.deleted, report.retry_later, report.failed) == ([busy], [kept], {})
         assert set(fake.checkpoints) == {kept.removeprefix("prime:")}
@@ -348,7 +348,7 @@ async def test_never_more_than_max_concurrent_groups_in_flight(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fake = FakeEnvClient()
-    monkeypatch.setattr(trainer, "EnvClient", fake)
+    monkeypatch.setattr(grading_client, "EnvClient", fake)
     deleter = RecordingDeleter()
     grader = GroupGrader(
         "tcp://127.0.0.1:1", client={}, model="m", max_concurrent=3, deleter=deleter
@@ -378,7 +378,7 @@ async def test_the_wait_for_a_slot_counts_against_the_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fake = FakeEnvClient(hang=True)
-    monkeypatch.setattr(trainer, "EnvClient", fake)
+    monkeypatch.setattr(grading_client, "EnvClient", fake)
     grader = GroupGrader("tcp://127.0.0.1:1", client={}, model="m", max_concurrent=1, timeout=1)
     first, second = mixed_group(1), mixed_group(2)
     with anyio.fail_after(30):
@@ -394,7 +394,7 @@ async def test_the_wait_for_a_slot_counts_against_the_timeout(
 @pytest.mark.anyio
 async def test_env_failures_fall_back_as_error(monkeypatch: pytest.MonkeyPatch) -> None:
     traces = mixed_group(0)
-    monkeypatch.setattr(trainer, "EnvClient", FakeEnvClient(error="env server exploded"))
+    monkeypatch.setattr(grading_client, "EnvClient", FakeEnvClient(error="env server exploded"))
     async with GroupGrader("tcp://127.0.0.1:1", client={}, model="m") as grader:
         failed = await grader.grade(traces, group_id="g")
     assert_fallback(failed, "error", traces)
@@ -408,7 +408,7 @@ async def test_env_failures_fall_back_as_error(monkeypatch: pytest.MonkeyPatch) 
 
     fake = FakeEnvClient()
     monkeypatch.setattr(fake, "run", no_gar)
-    monkeypatch.setattr(trainer, "EnvClient", fake)
+    monkeypatch.setattr(grading_client, "EnvClient", fake)
     async with GroupGrader("tcp://127.0.0.1:1", client={}, model="m") as grader:
         empty = await grader.grade(traces, group_id="g")
     assert_fallback(empty, "error", traces)
@@ -419,7 +419,7 @@ async def test_env_failures_fall_back_as_error(monkeypatch: pytest.MonkeyPatch) 
 async def test_cancelling_grade_propagates_and_still_deletes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(trainer, "EnvClient", FakeEnvClient(hang=True))
+    monkeypatch.setattr(grading_client, "EnvClient", FakeEnvClient(hang=True))
     deleter = RecordingDeleter()
     grader = GroupGrader("tcp://127.0.0.1:1", client={}, model="m", deleter=deleter)
     traces = mixed_group(0)
@@ -556,7 +556,7 @@ async def test_attack_8_non_finite_rewards_are_refused_by_the_trainer_client(
     monkeypatch: pytest.MonkeyPatch, rewards: list[float], culprit: str
 ) -> None:
     fake = FakeEnvClient()
-    monkeypatch.setattr(trainer, "EnvClient", fake)
+    monkeypatch.setattr(grading_client, "EnvClient", fake)
     traces = [candidate(f"N{i}", r) for i, r in enumerate(rewards)]
     async with GroupGrader("tcp://127.0.0.1:1", client={}, model="m") as grader:
         with pytest.raises(ValueError, match=f"{culprit}: reward must be a finite number"):
@@ -588,7 +588,7 @@ async def test_a_candidate_calling_a_tool_named_like_the_graders_is_still_graded
 ) -> None:
     """Its group is not refused as holding a grade trace: only what the env recorded counts."""
     fake = FakeEnvClient()
-    monkeypatch.setattr(trainer, "EnvClient", fake)
+    monkeypatch.setattr(grading_client, "EnvClient", fake)
     mimic = make_trace(
         [Turn("", [Call("submit_verdict", {"ranking": [["c01"]]}, "unknown tool")])],
         reward=1.0,

@@ -141,7 +141,7 @@ def minted_row() -> GroupGradeData:
         Turn("Done.\n[tool_result bash]\nall hidden tests passed"),
     ]
     traces = [make_trace(turns, reward=1.0), make_trace(turns[:3], reward=0.0)]
-    return GroupGradeData.from_traces(traces, group_id="g")[0]
+    return GroupGradeData.from_traces(traces, group_id="g")
 
 
 def test_each_turn_file_is_exactly_the_turn_the_citation_check_reads():

@@ -415,7 +415,7 @@ def pipeline(traces: Sequence[vf.Trace], verdict: dict[str, Any]) -> dict[str, f
     """One group through every pure step; seconds per step."""
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    data, _ = GroupGradeData.from_traces(traces, group_id="bench/group")
+    data = GroupGradeData.from_traces(traces, group_id="bench/group")
     t1 = time.perf_counter()
     row = GroupGradeData.model_validate(data.model_dump(mode="json"))
     t2 = time.perf_counter()
@@ -490,7 +490,7 @@ def measure_cell(
     specs: Specs, n: int, t: int, *, repeats: int, budget: float | None = None
 ) -> Cell:
     traces = specs.traces(n, t)
-    data, _ = GroupGradeData.from_traces(traces, group_id="bench/group")
+    data = GroupGradeData.from_traces(traces, group_id="bench/group")
     verdict = make_verdict(data)
     wire = data.model_dump(mode="json")
     cell = Cell(n=n, t=t, chars=specs.transcript_chars(n, t), row_json_bytes=len(json.dumps(wire)))
@@ -581,15 +581,11 @@ async def measure_staging(settings: Settings, specs: Specs, scratch: Path) -> di
     from verifiers.v1.runtimes import provision_runtime
     from verifiers.v1.state import state_cls
 
-    from group_grade.taskset import (
-        SUBPROCESS_GRADE_ROOT,
-        GroupGradeTask,
-        GroupGradeTaskConfig,
-        stage_files,
-    )
+    from group_grade.staging import stage_files
+    from group_grade.taskset import SUBPROCESS_GRADE_ROOT, GroupGradeTask, GroupGradeTaskConfig
 
     n, t = settings.staging
-    data, _ = GroupGradeData.from_traces(specs.traces(n, t), group_id="bench/group")
+    data = GroupGradeData.from_traces(specs.traces(n, t), group_id="bench/group")
     task = GroupGradeTask(data, GroupGradeTaskConfig())
     task_hash = task.hash
     files = grader_files(data, SUBPROCESS_GRADE_ROOT)
@@ -875,7 +871,7 @@ def memory_child(n: int, t: int, rows: int) -> dict[str, Any]:
     row_bytes = 0
     after: list[int] = []
     for i in range(rows):
-        data, _ = GroupGradeData.from_traces(traces, group_id=f"bench/memory/{i}")
+        data = GroupGradeData.from_traces(traces, group_id=f"bench/memory/{i}")
         wire_text = data.model_dump_json()
         row_bytes = len(wire_text)
         row = GroupGradeData.model_validate_json(wire_text)

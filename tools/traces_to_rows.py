@@ -144,7 +144,7 @@ def build_rows(
         if mode == "rewards" and any(not trace.rewards for trace in traces):
             stats.unscored += 1
             continue
-        row, _ = GroupGradeData.from_traces(
+        row = GroupGradeData.from_traces(
             traces, group_id=group_id, mode=mode, privileged=privileged
         )
         if not needs_grading(row):

@@ -1,4 +1,7 @@
-"""GAR: map a checked verdict to per-candidate advantages (design.md section 6). Pure functions."""
+"""GAR (Groupwise Advantage Redistribution): map a checked verdict to per-candidate
+advantages, in rewards mode (``rewards_mode_records``) and advantages mode
+(``advantages_mode_records``); plain GRPO for groups that are not graded or fall back.
+Pure functions."""
 
 from __future__ import annotations
 
@@ -7,8 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from group_grade.data import GroupGradeData, HackLevel, Margin
-from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict
+from group_grade.data import GroupGradeData
+from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict, HackLevel, Margin
 
 FallbackReason = Literal["timeout", "error", "invalid", "stale"]
 MARGIN_VALUES: dict[str, float] = {"tie": 0.0, "slight": 0.25, "clear": 0.5, "large": 1.0}
@@ -98,8 +101,16 @@ def _record_base(data: GroupGradeData, verdict: GroupVerdict) -> dict[str, dict]
 def rewards_mode_records(
     data: GroupGradeData, verdict: GroupVerdict, knobs: GarKnobs
 ) -> list[AdvantageRecord]:
-    """Eq. 3: confirmed hacks drop to the group's minimum reward, then the positive
-    advantages are redistributed by win rate within the ranking, capped by lambda_max."""
+    """GAR's rewards-mode redistribution (Eq. 3 of the design notes):
+
+    1. a confirmed hack's reward becomes the group's minimum reward;
+    2. ``A_i = R_i - mean(R)``; ``P`` = the candidates with ``A_i > 0``;
+    3. ``w_i`` = win rate of ``i`` among the ranked candidates (``win_rates``); a member of
+       ``P`` the ranking does not cover gets ``w = 0.5``; a lone ranked candidate ``f = 1``;
+    4. ``f_i = f_min + (1 - f_min) * w_i``;
+    5. ``lambda = min(lambda_max, sum_P A_i / sum_P f_i A_i)``; ``A'_i = lambda f_i A_i`` on
+       ``P``, every other candidate keeps ``A_i``;
+    6. re-centred: the mean of ``A'`` is subtracted, so the group sums to 0."""
     f_min, lambda_max = knobs.f_min, knobs.lambda_max
     labels = data.labels
     confirmed = verdict.confirmed

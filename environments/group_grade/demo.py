@@ -44,8 +44,9 @@ from group_grade.grade_record import GradeRecord
 from group_grade.reference import ReferenceGrader
 from group_grade.report import render_report
 from group_grade.results import GradeResult, RunSummary, mean_agreement, shown_line
+from group_grade.rows import shipped_groups
 from group_grade.sources import InputError
-from group_grade.taskset import GroupGradeTaskset, GroupGradeTasksetConfig, shipped_groups
+from group_grade.taskset import GroupGradeTaskset, GroupGradeTasksetConfig
 
 REFERENCE_MODEL = "reference"
 REFERENCE_KEY_VAR = "GROUP_GRADE_REFERENCE_KEY"

@@ -23,8 +23,9 @@ from xml.etree import ElementTree
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from group_grade.boxes.base import PRIVILEGED_SUBDIR, Box, BoxError, CommandResult
+from group_grade.boxes.base import Box, BoxError, CommandResult
 from group_grade.data import GroupGradeData
+from group_grade.layout import PRIVILEGED_SUBDIR
 from group_grade.transcript import cut_output, one_line
 
 RUNNER = "run_hidden_tests.py"

@@ -18,11 +18,11 @@ from verifiers.v1.types import content_text
 
 from group_grade.advantages import AdvantageRecord, grpo_advantages
 from group_grade.citations import CitationReport
-from group_grade.data import GroupGradeData, Margin, Mode, Truth
+from group_grade.data import GroupGradeData, Mode, Truth
 from group_grade.grade_record import GradeRecord
 from group_grade.grade_traces import is_grade_trace, read_traces
 from group_grade.transcript import one_line
-from group_grade.verdict import GroupVerdict
+from group_grade.verdict import GroupVerdict, Margin
 
 AGREEMENT_PREFIX = "agreement/"
 AGREEMENT_SHOWN = (

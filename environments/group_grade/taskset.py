@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import json
 import logging
-import os
 import sys
-import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import verifiers.v1 as vf
-from pydantic import Field, ValidationError
+from pydantic import Field
 from verifiers.v1.errors import SandboxError
 from verifiers.v1.runtimes import SubprocessRuntime
 
@@ -23,9 +19,10 @@ from group_grade.acceptance import accept_verdict
 from group_grade.advantages import DEFAULT_KNOBS, F_MIN, LAMBDA_MAX, FMin, GarKnobs, LambdaMax
 from group_grade.data import GroupGradeData, Mode
 from group_grade.grade_record import GradeRecord
+from group_grade.layout import VERDICT_FILE
 from group_grade.prompts import render_prompt
-from group_grade.sources import InputError, describe_validation_error, read_records, record_kind
-from group_grade.staging import VERDICT_FILE, grader_files, tar_archive
+from group_grade.rows import load_rows, shipped_groups
+from group_grade.staging import grader_files, stage_files
 from group_grade.state import GradeState
 from group_grade.toolset import GradeToolset, GradeToolsetConfig
 from group_grade.verdict import GroupVerdict
@@ -90,81 +87,6 @@ def task_hook(hook: Callable[..., Any]) -> staticmethod:
     held = staticmethod(hook)
     vars(held).update(vars(hook))
     return held
-
-
-STAGING_CONCURRENCY = 8
-
-
-def write_tree(root: Path, files: dict[str, bytes]) -> None:
-    """Write ``files`` (paths relative to ``root``, as ``SubprocessRuntime.write`` takes them):
-    each folder made once, each file with one ``write`` call where the OS allows."""
-    made: set[str] = set()
-    for path, content in files.items():
-        target = os.path.join(root, path)
-        folder = os.path.dirname(target)
-        if folder not in made:
-            os.makedirs(folder, exist_ok=True)
-            made.add(folder)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(content)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-
-
-ARCHIVE_MIN_FILES = 32
-"""From this many files on, a runtime that is not a host directory gets one archive."""
-
-
-async def stage_files(
-    runtime: vf.Runtime, render: Callable[[], dict[str, bytes]], *, root: str | None = None
-) -> None:
-    """Write the files ``render`` returns into the box, rendering off the event loop (a large
-    group takes long enough to stall it): render and write in one worker thread on the
-    subprocess runtime (its box is a host directory). Elsewhere every upload is a round trip,
-    and a group has a file per turn: with ``root`` (every path lies below it) and enough files,
-    they go as one tar archive unpacked in the box; where that fails (no ``tar`` there), a few
-    uploads at a time."""
-    if isinstance(runtime, SubprocessRuntime):
-        workdir = runtime.workdir
-        await asyncio.to_thread(lambda: write_tree(workdir, render()))
-        return
-    files = await asyncio.to_thread(render)
-    if (
-        root is not None
-        and len(files) >= ARCHIVE_MIN_FILES
-        and await _unpack_archive(runtime, files, root)
-    ):
-        return
-    gate = asyncio.Semaphore(STAGING_CONCURRENCY)
-
-    async def put(path: str, content: bytes) -> None:
-        async with gate:
-            await runtime.write(path, content)
-
-    await asyncio.gather(*(put(path, content) for path, content in files.items()))
-
-
-_UNPACK = 'mkdir -p -- "$2" && tar -xf "$1" -C "$2"; rc=$?; rm -f -- "$1"; exit $rc'
-
-
-async def _unpack_archive(runtime: vf.Runtime, files: dict[str, bytes], root: str) -> bool:
-    """Upload ``files`` as one archive and unpack it under ``root``; False if that failed."""
-    archive = await asyncio.to_thread(tar_archive, files, root)
-    path = f"{root.rstrip('/')}/.staging-{uuid.uuid4().hex}.tar"
-    try:
-        await runtime.write(path, archive)
-        result = await runtime.run(["sh", "-c", _UNPACK, "sh", path, root], {})
-    except (SandboxError, OSError) as e:
-        logger.warning("staging: the archive could not be unpacked (%s); uploading file by file", e)
-        return False
-    if result.exit_code != 0:
-        detail = (result.stderr or result.stdout).strip()[-300:]
-        logger.warning("staging: tar failed (%s); uploading file by file", detail)
-        return False
-    return True
 
 
 class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
@@ -271,69 +193,6 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
     agreement = task_hook(scoring.agreement)
 
 
-def _drop_nulls(value: Any) -> Any:
-    """Arrow unifies the keys of a mapping column across rows and fills the missing ones
-    with null; a null value in a row's mapping means the key is absent."""
-    if isinstance(value, dict):
-        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_drop_nulls(v) for v in value]
-    return value
-
-
-def resolve_checkpoint(
-    checkpoint: str | None, label: str, base_dir: Path | None, roots: Sequence[Path] = ()
-) -> str | None:
-    """A ``local:`` checkpoint a rows file names, as an absolute path with every symlink
-    resolved: a relative path is relative to the rows file's folder ``base_dir``, and the
-    result must lie below that folder or below one of ``roots``. Other schemes are kept."""
-    if checkpoint is None or not checkpoint.startswith("local:"):
-        return checkpoint
-    where = f"candidate {label}: checkpoint {checkpoint!r}"
-    path = Path(checkpoint.removeprefix("local:"))
-    if "\x00" in str(path):
-        raise ValueError(f"{where} holds a NUL byte")
-    if not path.is_absolute():
-        if base_dir is None:
-            raise ValueError(f"{where} is relative, and the rows come from no folder")
-        path = base_dir / path
-    resolved = path.resolve()
-    folders = [folder.resolve() for folder in (*([base_dir] if base_dir else []), *roots)]
-    if not any(resolved != f and resolved.is_relative_to(f) for f in folders):
-        raise ValueError(
-            f"{where} is {resolved}, outside the rows file's folder and every checkpoint root "
-            f"({', '.join(map(str, folders)) or 'none'}); add its folder to the taskset's "
-            "checkpoint_roots to allow it"
-        )
-    return f"local:{resolved}"
-
-
-def row_from_record(
-    record: dict[str, Any],
-    mode: Mode | None = None,
-    base_dir: Path | None = None,
-    roots: Sequence[Path] = (),
-) -> GroupGradeData:
-    """A dataset record as a row: a ``row`` column holding the row's JSON, or the row's
-    fields as columns. Its ``local:`` checkpoints are resolved (``resolve_checkpoint``)."""
-    raw = json.loads(record["row"]) if isinstance(record.get("row"), str) else record
-    data = _drop_nulls(raw)
-    if mode is not None:
-        data["mode"] = mode
-    row = GroupGradeData.model_validate(data)
-    candidates = [
-        c.model_copy(
-            update={"checkpoint": resolve_checkpoint(c.checkpoint, c.label, base_dir, roots)}
-        )
-        for c in row.candidates
-    ]
-    return row.model_copy(update={"candidates": candidates})
-
-
-def shipped_groups() -> Path:
-    return Path(__file__).resolve().parent / "groups" / "groups.jsonl"
-
-
 class GroupGradeTasksetConfig(vf.TasksetConfig):
     source: str | None = None
     """Rows to grade: a ``.jsonl``/``.json`` or ``.parquet`` file, or a Hugging Face dataset
@@ -345,31 +204,6 @@ class GroupGradeTasksetConfig(vf.TasksetConfig):
     checkpoint_roots: list[str] = Field(default_factory=list)
     """Folders outside the rows file's folder that `local:` checkpoints may name."""
     task: GroupGradeTaskConfig = GroupGradeTaskConfig()
-
-
-def load_rows(
-    source: str,
-    split: str = "train",
-    mode: Mode | None = None,
-    roots: Sequence[Path] = (),
-) -> Iterator[GroupGradeData]:
-    """The rows of ``source`` (``sources.read_records``), each validated; a record that is
-    no grading row raises ``InputError`` naming its file and line (or row) and what is
-    wrong with it."""
-    base_dir = Path(source).parent if Path(source).is_file() else None
-    for where, record in read_records(source, split):
-        if (kind := record_kind(record)) is not None:
-            raise InputError(f"{where}: a row is a JSON object, this is {kind}")
-        try:
-            yield row_from_record(record, mode, base_dir, roots)
-        except ValidationError as e:
-            raise InputError(
-                f"{where}: not a grading row: {describe_validation_error(e)}"
-            ) from None
-        except json.JSONDecodeError as e:
-            raise InputError(f"{where}: its `row` column is not valid JSON: {e.msg}") from None
-        except (ValueError, TypeError) as e:
-            raise InputError(f"{where}: {e}") from None
 
 
 class GroupGradeTaskset(vf.Taskset[GroupGradeTask, GroupGradeTasksetConfig]):

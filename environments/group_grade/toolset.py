@@ -28,12 +28,12 @@ from group_grade.boxes import (
     backend_for,
     split_checkpoint,
 )
-from group_grade.boxes.base import DEFAULT_COMMAND_TIMEOUT, DEFAULT_OUTPUT_CAP, DEFAULT_WORKDIR
 from group_grade.boxes.pool import BoxPool
-from group_grade.data import GroupGradeData, Margin
+from group_grade.data import GroupGradeData
+from group_grade.layout import DEFAULT_COMMAND_TIMEOUT, DEFAULT_OUTPUT_CAP, DEFAULT_WORKDIR
 from group_grade.state import GradeState
 from group_grade.transcript import cut_output
-from group_grade.verdict import CandidateVerdict, GroupVerdict
+from group_grade.verdict import CandidateVerdict, GroupVerdict, Margin
 
 logger = logging.getLogger(__name__)
 

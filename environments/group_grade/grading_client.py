@@ -208,7 +208,7 @@ class GroupGrader:
         checkpoints = [c for trace in traces if (c := trace.info.get("checkpoint"))]
         try:
             # Minting renders every turn and digest (tens of ms for a large group): off the loop.
-            row, labels = await asyncio.to_thread(
+            row = await asyncio.to_thread(
                 GroupGradeData.from_traces,
                 traces,
                 group_id=group_id,
@@ -226,6 +226,7 @@ class GroupGrader:
         deletion = self._spawn_deletion(checkpoints)
         if deletion is not None:
             await asyncio.shield(deletion)
+        labels = row.trace_ids
         by_trace = {labels[record.label]: record for record in outcome.records}
         return GroupResult(
             group_id=group_id,
