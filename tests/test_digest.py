@@ -19,6 +19,7 @@ from group_grade.digest import (
     render_turn_index,
     says_only_the_outcome,
 )
+from group_grade.results import shown_line, visible
 from group_grade.transcript import ELIDED, one_line, own_text
 from tests.traces import Call, Turn, make_trace
 
@@ -311,6 +312,24 @@ def test_one_line_flattens_whitespace_and_cuts(text: str):
     flat = " ".join(text.split())
     expected = flat if len(flat) <= 40 else flat[:37] + "..."
     assert one_line(text, 40) == expected
+    assert one_line(text) == flat
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            ["a", "bc", " ", "\n", "\x0b", "\x1c", "\x1b[2J", "\x85", "\u2028", "\u202e"]
+        ),
+        max_size=120,
+    ).map("".join),
+    st.sampled_from([None, 8, 40]),
+)
+def test_a_shown_line_is_flattened_made_visible_then_cut(text: str, cap: int | None):
+    """Whitespace a terminal would break on (``\\x0b``, ``\\x85``, ``\\u2028``) is flattened
+    first, then what is left that could act on a terminal is escaped, then the line is cut."""
+    flat = visible(" ".join(text.split()))
+    expected = flat if cap is None or len(flat) <= cap else flat[: cap - 3] + "..."
+    assert shown_line(text, cap) == expected
 
 
 def test_minted_rows_carry_the_body_and_staging_adds_the_mode_head():
