@@ -16,7 +16,15 @@ from verifiers.v1.runtimes import SubprocessRuntime
 
 from group_grade import scoring
 from group_grade.acceptance import accept_verdict
-from group_grade.advantages import DEFAULT_KNOBS, F_MIN, LAMBDA_MAX, FMin, GarKnobs, LambdaMax
+from group_grade.advantages import (
+    DEFAULT_KNOBS,
+    F_MIN,
+    LAMBDA_MAX,
+    FallbackReason,
+    FMin,
+    GarKnobs,
+    LambdaMax,
+)
 from group_grade.data import GroupGradeData, Mode
 from group_grade.grade_record import GradeRecord
 from group_grade.layout import VERDICT_FILE
@@ -167,17 +175,16 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
             except (SandboxError, OSError) as e:
                 read_error = str(e)[-500:]
         outcome = accept_verdict(self.data, raw)
+        reason: FallbackReason | None = None
+        if outcome.verdict is None:
+            reason = "timeout" if trace.is_timeout else "invalid"
         record = record.model_copy(
             update={
                 "verdict_read_error": read_error,
                 "citations": outcome.citations,
                 "verdict": outcome.verdict,
                 "verdict_error": outcome.error,
-                "fallback_reason": None
-                if outcome.verdict is not None
-                else "timeout"
-                if trace.is_timeout
-                else "invalid",
+                "fallback_reason": reason,
             }
         )
         record.mapped(self.data, self.config.knobs).write(trace)
