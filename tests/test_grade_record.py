@@ -54,6 +54,20 @@ def test_write_then_read_gives_the_record_back_and_the_info_is_plain_json() -> N
         "c03": -0.6667,
     }
     assert info["gar"]["c01"]["lambda"] == pytest.approx(4 / 3)
+    # Only the record's own empty fields are left out: every advantage record keeps its keys.
+    assert info["gar"]["c03"] == {
+        "label": "c03",
+        "reward": 0.0,
+        "tier": None,
+        "w": None,
+        "f": None,
+        "lambda": pytest.approx(4 / 3),
+        "win_rate": None,
+        "hack": "none",
+        "evidence": [],
+        "advantage": pytest.approx(-2 / 3),
+        "fallback_reason": None,
+    }
 
 
 def test_writing_again_replaces_what_the_record_held_and_keeps_other_keys() -> None:

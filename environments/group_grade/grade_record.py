@@ -79,10 +79,11 @@ class GradeRecord(BaseModel):
 
     def write(self, trace: vf.Trace) -> None:
         """Store the record in ``trace.info``, replacing what it held there before; a field
-        that is None leaves its key out."""
+        that is None leaves its key out (the models inside keep all their keys)."""
         for name in type(self).model_fields:
             trace.info.pop(name, None)
-        trace.info.update(self.model_dump(mode="json", exclude_none=True))
+        dumped = self.model_dump(mode="json")
+        trace.info.update({key: value for key, value in dumped.items() if value is not None})
 
     def mapped(self, data: GroupGradeData, knobs: GarKnobs) -> GradeRecord:
         """The record with the advantages of its verdict (or of its fallback, for the
