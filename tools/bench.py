@@ -797,14 +797,14 @@ async def _restore_run(
     for label in labels:
         open_before.append(label in tools.pool.open_labels)
         call = time.perf_counter()
-        answer = await tools.shell(label, "true")
+        answer = await tools.run_in_box(label, "true")
         done = time.perf_counter()
         if not answer.startswith(f"[{label}] exit code 0\n"):
             raise RuntimeError(f"candidate_shell({label}) failed: {answer}")
         latencies.append(done - call)
         answers.append(done - asked)
     call = time.perf_counter()
-    await tools.shell(labels[0], "true")  # a box already in use: the command alone
+    await tools.run_in_box(labels[0], "true")  # a box already in use: the command alone
     warm = time.perf_counter() - call
     await tools._exit_stack.aclose()
     shutil.rmtree(parent, ignore_errors=True)
