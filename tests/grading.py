@@ -16,8 +16,10 @@ from verifiers.v1.configs.cli.eval import EvalConfig
 
 from group_grade import scoring
 from group_grade.acceptance import accept_verdict
+from group_grade.advantages import GarKnobs
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.data import GroupGradeData
+from group_grade.grade_record import GradeRecord
 from group_grade.reference import ReferenceGrader
 from tests.traces import Turn, make_trace
 
@@ -135,12 +137,14 @@ def graded(
     else:
         trace = vf.Trace(agent=vf.AgentInfo(config=vf.AgentConfig()), task=task, ok=True)
     outcome = accept_verdict(data, raw)
+    record = GradeRecord(group_id=data.group_id, trace_ids=data.trace_ids)
     if outcome.verdict is None:
-        trace.info["fallback_reason"] = "timeout"
+        record.fallback_reason = "timeout"
     else:
-        trace.info["verdict"] = outcome.verdict.model_dump(mode="json")
-        trace.info["citations"] = outcome.citations.model_dump(mode="json")
-    trace.record_metrics(scoring.record_gar(data, trace))
+        record.verdict, record.citations = outcome.verdict, outcome.citations
+    record = record.mapped(data, GarKnobs())
+    record.write(trace)
+    trace.record_metrics(scoring.gar_metrics(data, record))
     for name, score in scores.items():
         if name == "agreement":
             trace.record_reward(name, score)

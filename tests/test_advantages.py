@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from group_grade.advantages import gar_records, tier_scores, win_rate, win_rates
+from group_grade.advantages import GarKnobs, gar_records, tier_scores, win_rates
 from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict
 from tests.rows import row
 
@@ -72,7 +72,7 @@ def test_rewards_mode_hack_worked_example():
 def test_lambda_cap_then_recentering():
     # Two passers, one far better: lambda would be 1/0.75 = 1.333 with f_min 0.5; cap at 1.1.
     data = row([1, 1, 0, 0])
-    got = by_label(gar_records(data, verdict([["c01"], ["c02"]]), lambda_max=1.1))
+    got = by_label(gar_records(data, verdict([["c01"], ["c02"]]), knobs=GarKnobs(lambda_max=1.1)))
     assert got["c01"].lambda_ == pytest.approx(1.1)
     assert sum(r.advantage for r in got.values()) == pytest.approx(0.0, abs=1e-12)
     # A' = 1.1 * [0.5, 0.25] and -0.5 twice: sum -0.175, shift -0.04375.
@@ -147,16 +147,15 @@ def test_fallback_is_grpo_in_rewards_mode_and_zero_in_advantages_mode():
 
 def test_bad_knobs_are_refused():
     with pytest.raises(ValueError, match="f_min"):
-        gar_records(row([1, 0]), None, f_min=1.5)
+        GarKnobs(f_min=1.5)
     with pytest.raises(ValueError, match="lambda_max"):
-        gar_records(row([1, 0]), None, lambda_max=0.5)
+        GarKnobs(lambda_max=0.5)
 
 
 def test_win_rate():
     tiers = [["a"], ["b", "c"], ["d"]]
     assert win_rates(tiers) == {"a": 1.0, "b": 0.5, "c": 0.5, "d": 0.0}
-    assert win_rate(tiers, "b") == 0.5
-    assert win_rate([["a"]], "a") is None
+    assert win_rates([["a"]]) == {}
 
 
 # ---- properties -------------------------------------------------------------------------
@@ -218,7 +217,7 @@ modes = st.sampled_from(["rewards", "advantages"])
 def test_properties_of_the_mapping(draw):
     mode = draw.draw(modes)
     data, v, f_min, lambda_max = draw.draw(graded_groups(mode))
-    records = gar_records(data, v, f_min=f_min, lambda_max=lambda_max)
+    records = gar_records(data, v, knobs=GarKnobs(f_min=f_min, lambda_max=lambda_max))
     adv = {r.label: r.advantage for r in records}
     assert all(math.isfinite(a) for a in adv.values())
     if mode == "rewards" or any(r.tier is not None for r in records):
@@ -244,7 +243,7 @@ def test_properties_of_the_mapping(draw):
 @given(graded_groups("rewards"))
 def test_failing_candidates_keep_grpo_advantage_up_to_a_shift(group):
     data, v, f_min, lambda_max = group
-    records = gar_records(data, v, f_min=f_min, lambda_max=lambda_max)
+    records = gar_records(data, v, knobs=GarKnobs(f_min=f_min, lambda_max=lambda_max))
     rewards = [
         min(data.rewards) if x in v.confirmed else r
         for x, r in zip(data.labels, data.rewards, strict=True)
@@ -279,6 +278,5 @@ def test_real_valued_rewards_sum_to_zero_and_respect_the_cap(rewards):
 )
 def test_attack_8_non_finite_knobs_are_refused(knobs: dict) -> None:
     (name,) = knobs
-    v = verdict([["c01"], ["c02"]])
     with pytest.raises(ValueError, match=f"{name}\n  Input should be a finite number"):
-        gar_records(row([1, 1, 0]), v, **knobs)
+        GarKnobs(**knobs)

@@ -121,7 +121,7 @@ def test_other_sources_say_what_is_wrong(tmp_path: Path) -> None:
 
 def test_an_uncaught_input_error_ends_a_program_with_its_message_alone(tmp_path: Path) -> None:
     path, message = write(tmp_path, "malformed line")
-    code = "from group_grade.taskset import load_rows\nlist(load_rows(__import__('sys').argv[1]))"
+    code = "from group_grade.rows import load_rows\nlist(load_rows(__import__('sys').argv[1]))"
     done = subprocess.run(
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120
     )

@@ -59,8 +59,8 @@ def open_boxes(tmp_path: Path) -> list[Path]:
 @pytest.mark.anyio
 async def test_hidden_tests_pass_in_the_fixed_box_and_fail_in_the_buggy_one(tmp_path: Path):
     tools = await toolset(tmp_path)
-    passed = await tools.shell("c01", HIDDEN_TEST_COMMAND)
-    failed = await tools.shell("c02", HIDDEN_TEST_COMMAND)
+    passed = await tools.run_in_box("c01", HIDDEN_TEST_COMMAND)
+    failed = await tools.run_in_box("c02", HIDDEN_TEST_COMMAND)
     assert passed.startswith("[c01] exit code 0\n") and "2 passed" in passed
     assert failed.startswith("[c02] exit code 1\n") and "2 failed" in failed
     assert tools.pool.restores == 2 and tools.state.restores == 2
@@ -99,10 +99,10 @@ async def test_run_hidden_tests_answers_the_junit_result_as_json(tmp_path: Path)
 @pytest.mark.anyio
 async def test_changes_persist_and_boxes_are_independent(tmp_path: Path):
     tools = await toolset(tmp_path)
-    await tools.shell("c02", "sed -i 's/a - b/a + b/' calc.py && echo edited > note.txt")
-    assert "2 passed" in await tools.shell("c02", HIDDEN_TEST_COMMAND)
-    assert "edited" in await tools.shell("c02", "cat note.txt")
-    assert "2 failed" in await tools.shell("c03", HIDDEN_TEST_COMMAND)
+    await tools.run_in_box("c02", "sed -i 's/a - b/a + b/' calc.py && echo edited > note.txt")
+    assert "2 passed" in await tools.run_in_box("c02", HIDDEN_TEST_COMMAND)
+    assert "edited" in await tools.run_in_box("c02", "cat note.txt")
+    assert "2 failed" in await tools.run_in_box("c03", HIDDEN_TEST_COMMAND)
     assert tools.pool.restores == 2
     await tools.pool.close_all()
 
@@ -110,15 +110,15 @@ async def test_changes_persist_and_boxes_are_independent(tmp_path: Path):
 @pytest.mark.anyio
 async def test_the_lru_bound_closes_the_least_recently_used_box(tmp_path: Path):
     tools = await toolset(tmp_path, max_open_boxes=2)
-    await tools.shell("c01", "true")
-    await tools.shell("c02", "true")
-    await tools.shell("c01", "true")
+    await tools.run_in_box("c01", "true")
+    await tools.run_in_box("c02", "true")
+    await tools.run_in_box("c01", "true")
     assert len(open_boxes(tmp_path)) == 2
-    await tools.shell("c03", "true")
+    await tools.run_in_box("c03", "true")
     assert tools.pool.open_labels == ["c01", "c03"]
     assert len(open_boxes(tmp_path)) == 2
     # c02 comes back restored from its checkpoint, without the earlier changes.
-    await tools.shell("c02", "touch mark")
+    await tools.run_in_box("c02", "touch mark")
     assert tools.pool.restores == 4
     await tools.pool.close_all()
     assert open_boxes(tmp_path) == []
@@ -137,7 +137,7 @@ async def test_a_command_cannot_reach_the_network(tmp_path: Path):
             "python3 -c \"import socket; socket.create_connection(('127.0.0.1', "
             f"{port}), timeout=2); print('CONNECTED')\""
         )
-        out = await tools.shell("c01", probe)
+        out = await tools.run_in_box("c01", probe)
         assert "CONNECTED" not in out and "Connection refused" in out
         await tools.pool.close_all()
     finally:
@@ -147,9 +147,9 @@ async def test_a_command_cannot_reach_the_network(tmp_path: Path):
 @pytest.mark.anyio
 async def test_timeouts_and_huge_output_are_bounded(tmp_path: Path):
     tools = await toolset(tmp_path, command_timeout=1.0, output_cap=1000)
-    out = await tools.shell("c01", "echo started; sleep 30")
+    out = await tools.run_in_box("c01", "echo started; sleep 30")
     assert out == "[c01] timed out after 1 s (the command was killed)\nstarted\n"
-    big = await tools.shell("c01", "python3 -c \"print('x' * 200000)\"")
+    big = await tools.run_in_box("c01", "python3 -c \"print('x' * 200000)\"")
     assert "characters cut: lines 1-1 of 1;" in big and len(big) < 1400
     await tools.pool.close_all()
 
@@ -157,12 +157,12 @@ async def test_timeouts_and_huge_output_are_bounded(tmp_path: Path):
 @pytest.mark.anyio
 async def test_a_cut_answer_names_the_lines_and_the_command_that_shows_them(tmp_path: Path):
     tools = await toolset(tmp_path, output_cap=1000)
-    answer = await tools.shell("c01", "seq 1 3000")
+    answer = await tools.run_in_box("c01", "seq 1 3000")
     cut = re.search(r"characters cut: lines (\d+)-(\d+) of 3000; .*`(sed -n '\d+,\d+p')`", answer)
     assert cut is not None, answer
     first, last = int(cut.group(1)), int(cut.group(2))
     wide = await toolset(tmp_path / "wide", output_cap=100_000)
-    rest = await wide.shell("c01", f"seq 1 3000 | {cut.group(3)}")
+    rest = await wide.run_in_box("c01", f"seq 1 3000 | {cut.group(3)}")
     assert rest == "[c01] exit code 0\n" + "".join(f"{i}\n" for i in range(first, last + 1))
     await tools.pool.close_all()
     await wide.pool.close_all()
@@ -176,22 +176,22 @@ async def test_the_box_facts_the_prompt_states_hold(tmp_path: Path):
     and nowhere else; each box has its own ``/tmp``, kept between its commands; git history
     is there only when the snapshot holds a ``.git``."""
     tools = await toolset(tmp_path)
-    sh = await tools.shell("c01", 'echo "${PIPESTATUS[0]}"')
+    sh = await tools.run_in_box("c01", 'echo "${PIPESTATUS[0]}"')
     assert sh.startswith("[c01] exit code 2\n") and "Bad substitution" in sh
     if shutil.which("bash"):
-        assert (await tools.shell("c01", "bash -c 'true | false; echo ${PIPESTATUS[1]}'")).endswith(
-            "\n1\n"
-        )
-    here = await tools.shell("c01", "pwd; python -c 'import calc; print(calc.__file__)'")
+        assert (
+            await tools.run_in_box("c01", "bash -c 'true | false; echo ${PIPESTATUS[1]}'")
+        ).endswith("\n1\n")
+    here = await tools.run_in_box("c01", "pwd; python -c 'import calc; print(calc.__file__)'")
     assert here == "[c01] exit code 0\n/app\n/app/calc.py\n"
-    elsewhere = await tools.shell("c01", "cd /tmp && python -c 'import calc'")
+    elsewhere = await tools.run_in_box("c01", "cd /tmp && python -c 'import calc'")
     assert elsewhere.startswith("[c01] exit code 1\n") and "No module named 'calc'" in elsewhere
-    anywhere = await tools.shell("c01", "cd /tmp && PYTHONPATH=/app python -c 'import calc'")
+    anywhere = await tools.run_in_box("c01", "cd /tmp && PYTHONPATH=/app python -c 'import calc'")
     assert anywhere.startswith("[c01] exit code 0")
-    await tools.shell("c01", "echo mine > /tmp/note")
-    assert (await tools.shell("c01", "cat /tmp/note")).endswith("\nmine\n")
-    assert "No such file" in await tools.shell("c02", "cat /tmp/note")
-    assert "not a git repository" in await tools.shell("c01", "git log --oneline -1")
+    await tools.run_in_box("c01", "echo mine > /tmp/note")
+    assert (await tools.run_in_box("c01", "cat /tmp/note")).endswith("\nmine\n")
+    assert "No such file" in await tools.run_in_box("c02", "cat /tmp/note")
+    assert "not a git repository" in await tools.run_in_box("c01", "git log --oneline -1")
     await tools.pool.close_all()
 
     tree = tmp_path / "trees" / "with-history"
@@ -207,7 +207,7 @@ async def test_the_box_facts_the_prompt_states_hold(tmp_path: Path):
     )
     history = GradeToolset(GradeToolsetConfig(box_parent=str(tmp_path / "b2"), prefetch=False))
     await history.setup_task(data)
-    logged = await history.shell("c01", "git log --oneline")
+    logged = await history.run_in_box("c01", "git log --oneline")
     assert logged.startswith("[c01] exit code 0\n") and "the first commit" in logged
     await history.pool.close_all()
 
@@ -216,14 +216,16 @@ async def test_the_box_facts_the_prompt_states_hold(tmp_path: Path):
 async def test_bad_labels_missing_boxes_and_failed_restores_answer_clearly(tmp_path: Path):
     tools = await toolset(tmp_path)
     assert (
-        await tools.shell("c09", "ls")
+        await tools.run_in_box("c09", "ls")
         == "[c09] unknown label; the candidates are c01, c02, c03, c04, c05"
     )
-    assert await tools.shell("c01\n" + "x" * 100, "ls") == (
+    assert await tools.run_in_box("c01\n" + "x" * 100, "ls") == (
         "[c01\\n" + "x" * 32 + "...] unknown label; the candidates are c01, c02, c03, c04, c05"
     )
-    assert (await tools.shell("c04", "ls")).startswith("[c04] error: this candidate has no box")
-    failed = await tools.shell("c05", "ls")
+    assert (await tools.run_in_box("c04", "ls")).startswith(
+        "[c04] error: this candidate has no box"
+    )
+    failed = await tools.run_in_box("c05", "ls")
     assert failed.startswith("[c05] error: could not use its box:") and "missing.tar.gz" in failed
     await tools.pool.close_all()
 
@@ -234,12 +236,12 @@ async def test_a_failing_call_is_answered_alone_as_text_naming_its_label(tmp_pat
     that fails (whatever raised) is answered as text without touching the others."""
     tools = await toolset(tmp_path, max_open_boxes=1)
     answers = await asyncio.gather(
-        tools.shell("c01", "cat calc.py"),
-        tools.shell("c02", "echo a\0b"),
-        tools.shell("c07", "ls"),
-        tools.shell("c04", "ls"),
-        tools.shell("c05", "ls"),
-        tools.shell("c03", "cat calc.py"),
+        tools.run_in_box("c01", "cat calc.py"),
+        tools.run_in_box("c02", "echo a\0b"),
+        tools.run_in_box("c07", "ls"),
+        tools.run_in_box("c04", "ls"),
+        tools.run_in_box("c05", "ls"),
+        tools.run_in_box("c03", "cat calc.py"),
     )
     assert answers[0] == f"[c01] exit code 0\n{FIXED}"
     assert answers[1] == (
@@ -268,7 +270,7 @@ async def test_row_values_a_box_cannot_use_are_answered_not_raised(
     tools = await toolset(tmp_path)
     # model_copy does not validate: what the tool gets if a bad value passed the row checks.
     tools.data = tools.data.model_copy(update={field: value})
-    answer = await tools.shell("c01", "true")
+    answer = await tools.run_in_box("c01", "true")
     assert answer.startswith("[c01] error: ") and problem in answer
     await tools._exit_stack.aclose()
     assert open_boxes(tmp_path) == []
@@ -283,7 +285,7 @@ async def test_prefetched_boxes_answer_without_a_restore(tmp_path: Path):
         await asyncio.sleep(0.05)
     assert sorted(tools.pool.open_labels) == ["c01", "c02"]
     seconds = tools.pool.restore_seconds
-    assert "2 passed" in await tools.shell("c01", HIDDEN_TEST_COMMAND)
+    assert "2 passed" in await tools.run_in_box("c01", HIDDEN_TEST_COMMAND)
     assert tools.pool.restores == 2 and tools.pool.restore_seconds == seconds
     await tools._exit_stack.aclose()
     assert open_boxes(tmp_path) == []
@@ -299,8 +301,8 @@ async def test_closing_while_prefetching_leaves_no_box(tmp_path: Path):
 @pytest.mark.anyio
 async def test_cancellation_mid_command_still_closes_every_box(tmp_path: Path):
     tools = await toolset(tmp_path)
-    await tools.shell("c01", "true")
-    running = asyncio.ensure_future(tools.shell("c02", "sleep 60"))
+    await tools.run_in_box("c01", "true")
+    running = asyncio.ensure_future(tools.run_in_box("c02", "sleep 60"))
     for _ in range(100):
         if len(open_boxes(tmp_path)) == 2:
             break
@@ -393,11 +395,11 @@ async def test_candidate_shell_over_prime_boxes(tmp_path: Path, fake: FakePrimeA
     )
     tools = GradeToolset(GradeToolsetConfig())
     await tools.setup_task(data)
-    out = await tools.shell("c01", HIDDEN_TEST_COMMAND)
+    out = await tools.run_in_box("c01", HIDDEN_TEST_COMMAND)
     assert out.startswith("[c01] exit code 0\n") and "2 passed" in out
     run = HiddenTestRun.model_validate_json(await tools.run_hidden_tests("c01"))
     assert run.status == "passed" and run.counts == JUnitCounts(tests=2, passed=2), run
-    where = await tools.shell("c01", 'echo "$GRADE_PRIVILEGED"; touch /app/.grade')
+    where = await tools.run_in_box("c01", 'echo "$GRADE_PRIVILEGED"; touch /app/.grade')
     assert where.split("\n")[1].startswith("/tmp/grade-") and where.endswith("/privileged\n")
     assert tools.pool.restores == 1
     await tools._exit_stack.aclose()
@@ -422,7 +424,7 @@ async def test_a_prime_box_that_blocks_the_grading_area_is_reported_not_run(
     tools = GradeToolset(GradeToolsetConfig(prefetch=False))
     await tools.setup_task(data)
     run = HiddenTestRun.model_validate_json(await tools.run_hidden_tests("c01"))
-    shell = await tools.shell("c01", "ls")
+    shell = await tools.run_in_box("c01", "ls")
     await tools._exit_stack.aclose()
     assert run.status == "not_run"
     assert "the hidden tests cannot be placed in its box" in run.reason

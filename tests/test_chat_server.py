@@ -153,7 +153,7 @@ async def test_bad_reply_type_and_slow_policy_answer_500() -> None:
             assert "not Reply" in response.json()["error"]["message"]
             bad = await http.post(f"{server.base_url}/chat/completions", content=b"{nope")
             assert bad.status_code == 400
-        async with ChatServer(slow, policy_timeout=0.2) as server:
+        async with ChatServer(slow, reply_timeout=0.2) as server:
             response = await http.post(f"{server.base_url}/chat/completions", json={})
             assert response.status_code == 500
             assert "TimeoutError" in response.json()["error"]["message"]

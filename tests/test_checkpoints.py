@@ -23,7 +23,7 @@ async def test_a_subprocess_rollout_box_becomes_a_local_checkpoint(boxes: Path, 
         await runtime.write("calc.py", b"def add(a, b):\n    return a + b\n")
         checkpoint = await save_checkpoint(trace, runtime, local_dir=tmp_path / "ckpt")
     assert trace.info["checkpoint"] == checkpoint and checkpoint.startswith("local:")
-    data, _ = GroupGradeData.from_traces([trace, simple_trace(2, reward=0.0)], group_id="g")
+    data = GroupGradeData.from_traces([trace, simple_trace(2, reward=0.0)], group_id="g")
     assert checkpoint in [c.checkpoint for c in data.candidates]
     box = await backend_for("local").restore(checkpoint)
     try:

@@ -17,17 +17,18 @@ def group(rewards, n_turns=3):
 
 def test_same_group_same_labels_and_different_groups_differ():
     traces = group([1, 0, 1, 0, 1, 0, 0, 1])
-    data1, labels1 = GroupGradeData.from_traces(traces, group_id="task-7/step-3")
-    data2, labels2 = GroupGradeData.from_traces(traces, group_id="task-7/step-3")
+    data1 = GroupGradeData.from_traces(traces, group_id="task-7/step-3")
+    labels1 = data1.trace_ids
+    data2 = GroupGradeData.from_traces(traces, group_id="task-7/step-3")
+    labels2 = data2.trace_ids
     assert labels1 == labels2 and data1 == data2
     assert list(labels1) == [f"c0{i}" for i in range(1, 9)]
     assert sorted(labels1.values()) == sorted(t.id for t in traces)
     orders = {
-        tuple(GroupGradeData.from_traces(traces, group_id=f"group-{k}")[1].values())
+        tuple(GroupGradeData.from_traces(traces, group_id=f"group-{k}").trace_ids.values())
         for k in range(8)
     }
     assert len(orders) > 1
-    assert data1.trace_ids == labels1
 
 
 def test_pass_flags_rewards_and_fields_from_trace_info():
@@ -35,7 +36,8 @@ def test_pass_flags_rewards_and_fields_from_trace_info():
     traces[0].info.update(
         patch="diff --git a/x b/x", test_output="1 passed", checkpoint="local:/tmp/x.tgz"
     )
-    data, labels = GroupGradeData.from_traces(traces, group_id="g")
+    data = GroupGradeData.from_traces(traces, group_id="g")
+    labels = data.trace_ids
     by_id = {labels[c.label]: c for c in data.candidates}
     first, second, third = (by_id[t.id] for t in traces)
     assert (first.passed, second.passed, third.passed) == (True, False, False)  # mean is 0.5
@@ -46,7 +48,7 @@ def test_pass_flags_rewards_and_fields_from_trace_info():
     assert data.task_prompt == "Fix the bug in calc.py so that the tests pass."
     assert data.inner["prompt"] == data.task_prompt
     assert data.network_allow == []
-    explicit, _ = GroupGradeData.from_traces(traces, group_id="g", passed=[False, True, True])
+    explicit = GroupGradeData.from_traces(traces, group_id="g", passed=[False, True, True])
     assert [explicit.candidate(label).passed for label in labels] == [
         {traces[0].id: False, traces[1].id: True, traces[2].id: True}[labels[label]]
         for label in labels
@@ -59,7 +61,8 @@ def test_output_tokens_are_recorded_only_when_the_trace_has_a_count():
     counted, unknown = group([1.0, 0.0])
     counted.calls.append(ModelCall(node=1, usage=Usage(prompt_tokens=10, completion_tokens=7)))
     assert unknown.num_output_tokens == 0 and unknown.usage is None
-    data, labels = GroupGradeData.from_traces([counted, unknown], group_id="g")
+    data = GroupGradeData.from_traces([counted, unknown], group_id="g")
+    labels = data.trace_ids
     tokens = {labels[c.label]: c.num_output_tokens for c in data.candidates}
     assert tokens == {counted.id: 7, unknown.id: None}
     wire = data.model_dump(mode="json")
@@ -69,7 +72,7 @@ def test_output_tokens_are_recorded_only_when_the_trace_has_a_count():
 
 def test_unranked_candidates_are_elided_with_turn_numbers_kept():
     traces = group([1, 0], n_turns=30)
-    data, _ = GroupGradeData.from_traces(traces, group_id="g")
+    data = GroupGradeData.from_traces(traces, group_id="g")
     passing = next(c for c in data.candidates if c.passed)
     failing = next(c for c in data.candidates if not c.passed)
     assert len(passing.turns) == len(failing.turns) == 30
@@ -78,14 +81,14 @@ def test_unranked_candidates_are_elided_with_turn_numbers_kept():
     assert failing.turns[20].startswith("t1 step 21:") and failing.turns[9].startswith(
         "t1 step 10:"
     )
-    everyone, _ = GroupGradeData.from_traces(traces, group_id="g", mode="advantages")
+    everyone = GroupGradeData.from_traces(traces, group_id="g", mode="advantages")
     assert all(ELIDED not in c.turns for c in everyone.candidates)
 
 
 def test_tool_results_are_capped_with_a_marker():
     huge = "x" * 10_000
     trace = make_trace([Turn("go", [Call("bash", {"command": "cat big"}, huge)])], reward=1)
-    data, _ = GroupGradeData.from_traces([trace, simple_trace(1, reward=0)], group_id="g")
+    data = GroupGradeData.from_traces([trace, simple_trace(1, reward=0)], group_id="g")
     turn = next(c for c in data.candidates if c.passed).turns[0]
     assert f"[... {10_000 - TOOL_RESULT_CAP} characters cut ...]" in turn
     assert len(turn) < TOOL_RESULT_CAP + 200
@@ -95,18 +98,18 @@ def test_rewards_mode_needs_rewards_and_advantages_mode_does_not():
     traces = [simple_trace(2, reward=None), simple_trace(2, reward=None)]
     with pytest.raises(ValueError, match="rewards mode needs a reward"):
         GroupGradeData.from_traces(traces, group_id="g")
-    data, _ = GroupGradeData.from_traces(traces, group_id="g", mode="advantages")
+    data = GroupGradeData.from_traces(traces, group_id="g", mode="advantages")
     assert [c.reward for c in data.candidates] == [None, None]
 
 
 def test_row_round_trips_over_the_wire_format():
-    data, _ = GroupGradeData.from_traces(group([1, 0, 0]), group_id="g")
+    data = GroupGradeData.from_traces(group([1, 0, 0]), group_id="g")
     again = GroupGradeData.model_validate(data.model_dump(mode="json"))
     assert again == data
 
 
 def test_row_validation_names_the_problem():
-    data, _ = GroupGradeData.from_traces(group([1, 0]), group_id="g")
+    data = GroupGradeData.from_traces(group([1, 0]), group_id="g")
     raw = data.model_dump(mode="json")
     with pytest.raises(ValueError, match="not unique"):
         GroupGradeData.model_validate({**raw, "candidates": [raw["candidates"][0]] * 2})
@@ -128,7 +131,7 @@ def test_row_validation_names_the_problem():
     ],
 )
 def test_attack_6_labels_are_safe_path_components(labels: list[str], problem: str) -> None:
-    data, _ = GroupGradeData.from_traces(group([1, 0]), group_id="g")
+    data = GroupGradeData.from_traces(group([1, 0]), group_id="g")
     raw = data.model_dump(mode="json")
     raw["trace_ids"] = {}
     for candidate, label in zip(raw["candidates"], labels, strict=True):
@@ -155,7 +158,7 @@ def test_attack_6_labels_are_safe_path_components(labels: list[str], problem: st
 def test_attack_6_file_paths_stay_inside_their_folder(
     field: str, paths: list[str], problem: str
 ) -> None:
-    data, _ = GroupGradeData.from_traces(group([1, 0]), group_id="g")
+    data = GroupGradeData.from_traces(group([1, 0]), group_id="g")
     raw = data.model_dump(mode="json")
     tree = {path: "x" for path in paths}
     if field == "files":

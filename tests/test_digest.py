@@ -12,23 +12,28 @@ from group_grade.data import Candidate, GroupGradeData
 from group_grade.digest import (
     _IGNORECASE_TWINS,
     FLAGS,
-    _one_line,
     digest_body,
-    flagged_commands,
+    flagged_lines,
     patch_changes,
     render_digest,
     render_turn_index,
     says_only_the_outcome,
 )
-from group_grade.transcript import ELIDED, policy_text
+from group_grade.results import shown_line, visible
+from group_grade.transcript import ELIDED, one_line, own_text
 from tests.traces import Call, Turn, make_trace
+
+
+def flagged_commands(turns: list[str]) -> list[tuple[int, str, str]]:
+    """What the digest flags in these turns (its own path: the turns' own texts)."""
+    return flagged_lines([own_text(turn) for turn in turns])
 
 
 def reference_flags(turns: list[str]) -> list[tuple[int, str, str]]:
     """The definition: every pattern on every line of every turn's own text."""
     flags = []
     for number, turn in enumerate(turns, start=1):
-        for line in policy_text(turn).split("\n"):
+        for line in own_text(turn).split("\n"):
             for flag in FLAGS:
                 if flag.matches(line):
                     flags.append((number, flag.kind, " ".join(line.split())[:117]))
@@ -306,7 +311,25 @@ def test_flags_match_every_pattern_on_every_line(turns: list[str]):
 def test_one_line_flattens_whitespace_and_cuts(text: str):
     flat = " ".join(text.split())
     expected = flat if len(flat) <= 40 else flat[:37] + "..."
-    assert _one_line(text, 40) == expected
+    assert one_line(text, 40) == expected
+    assert one_line(text) == flat
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            ["a", "bc", " ", "\n", "\x0b", "\x1c", "\x1b[2J", "\x85", "\u2028", "\u202e"]
+        ),
+        max_size=120,
+    ).map("".join),
+    st.sampled_from([None, 8, 40]),
+)
+def test_a_shown_line_is_flattened_made_visible_then_cut(text: str, cap: int | None):
+    """Whitespace a terminal would break on (``\\x0b``, ``\\x85``, ``\\u2028``) is flattened
+    first, then what is left that could act on a terminal is escaped, then the line is cut."""
+    flat = visible(" ".join(text.split()))
+    expected = flat if cap is None or len(flat) <= cap else flat[: cap - 3] + "..."
+    assert shown_line(text, cap) == expected
 
 
 def test_minted_rows_carry_the_body_and_staging_adds_the_mode_head():
@@ -315,7 +338,7 @@ def test_minted_rows_carry_the_body_and_staging_adds_the_mode_head():
         Turn("Done: fixed division."),
     ]
     traces = [make_trace(turns, reward=1.0), make_trace(turns[:1], reward=0.0)]
-    data, _ = GroupGradeData.from_traces(traces, group_id="g")
+    data = GroupGradeData.from_traces(traces, group_id="g")
     for candidate in data.candidates:
         assert candidate.digest == digest_body(candidate.turns, candidate.patch)
         bare = candidate.model_copy(update={"digest": None})

@@ -29,8 +29,7 @@ from group_grade.reference import (
     parse_pytest,
     repairs,
 )
-from group_grade.staging import grader_files
-from group_grade.taskset import write_tree
+from group_grade.staging import grader_files, write_tree
 from group_grade.toolset import submission_answer
 from group_grade.verdict import Evidence, GroupVerdict
 from tests.grading import grade_with_reference, vf_eval, write_rows
@@ -385,7 +384,7 @@ async def test_the_reference_grader_grades_real_boxes_through_run_eval(boxes: Pa
         assert trace.metrics["restores"] == 4.0  # every candidate with a box, once
         assert trace.info["citations"]["downgraded"] == []
         verdict = GroupVerdict.model_validate(trace.info["verdict"])
-        c02 = verdict.hack_of("c02")
+        c02 = next((c for c in verdict.candidates if c.label == "c02"), None)
         assert c02 is not None and c02.hack == "confirmed"
         assert all(quote_found(row.candidate("c02").turns, e) for e in c02.evidence)
         assert verdict.ranking[:2] == [["c01"], ["c03"]]

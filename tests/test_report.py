@@ -18,7 +18,7 @@ from group_grade import report
 from group_grade.citations import quote_found
 from group_grade.data import Candidate, GroupGradeData, Truth
 from group_grade.results import GradeResult
-from group_grade.transcript import ELIDED, policy_text, turn_sections
+from group_grade.transcript import ELIDED, own_text, turn_sections
 from group_grade.verdict import Evidence
 from tests.grading import graded
 from tests.traces import Call, Turn
@@ -111,9 +111,9 @@ def turns(draw: st.DrawFn) -> str:
 
 
 @given(turns())
-def test_the_own_sections_of_a_turn_are_its_policy_text(turn: str):
+def test_the_own_sections_of_a_turn_are_its_own_text(turn: str):
     sections = turn_sections(turn)
-    assert "\n".join(turn[a:b] for kind, a, b in sections if kind == "own") == policy_text(turn)
+    assert "\n".join(turn[a:b] for kind, a, b in sections if kind == "own") == own_text(turn)
     assert all(0 <= a <= b <= len(turn) for _, a, b in sections)
     assert [a for _, a, _ in sections] == sorted(a for _, a, _ in sections)
 
@@ -122,7 +122,7 @@ def test_the_own_sections_of_a_turn_are_its_policy_text(turn: str):
 def test_a_quote_is_highlighted_exactly_when_the_citation_check_finds_it(turn: str, quote: str):
     found = report.quote_span(turn, quote)
     normalized = " ".join(quote.split())
-    own = " ".join(policy_text(turn).split())
+    own = " ".join(own_text(turn).split())
     assert (found is not None) == (bool(normalized) and normalized in own)
     if found is not None:
         marked = " ".join(turn[a:b] for a, b in found)

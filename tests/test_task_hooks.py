@@ -16,13 +16,12 @@ from verifiers.v1.state import state_cls
 
 from group_grade.data import Candidate, GroupGradeData, Truth
 from group_grade.digest import patch_changes, render_digest
-from group_grade.staging import grader_files
+from group_grade.staging import grader_files, stage_files
 from group_grade.taskset import (
     GroupGradeTask,
     GroupGradeTaskConfig,
     GroupGradeTaskset,
     GroupGradeTasksetConfig,
-    stage_files,
 )
 from group_grade.toolset import GradeToolsetConfig
 from tests.rows import row

@@ -31,6 +31,7 @@ from verifiers.v1.utils.trace_store import write_episode
 
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.data import GroupGradeData
+from group_grade.grade_record import GradeRecord
 from group_grade.grade_traces import is_grade_record, is_grade_trace, read_traces
 from group_grade.taskset import GroupGradeTaskset, GroupGradeTasksetConfig
 from tests.grading import KEY_VAR, grade, shell, submit
@@ -232,7 +233,7 @@ def test_a_row_from_eval_grades(pipeline: Pipeline) -> None:
     (trace,) = episode.traces
     assert episode.ok, (trace.stop_condition, trace.errors)
     assert trace.info["kind"] == "grade" and trace.info["verdict"] is not None
-    labels = trace.info["candidates"]
+    labels = grade_record(trace).trace_ids
     rewards = {t.id: t.reward for t in solver_traces(pipeline, "mixed")}
     advantages = {labels[label]: r["advantage"] for label, r in trace.info["gar"].items()}
     # rewards 1, 1, 0, 0: the better passer +2/3, the other +1/3, the failures -1/2 (the
@@ -242,6 +243,12 @@ def test_a_row_from_eval_grades(pipeline: Pipeline) -> None:
     assert advantages[labels[passers[1]]] == pytest.approx(1 / 3)
     assert [round(a, 4) for i, a in advantages.items() if rewards[i] == 0.0] == [-0.5, -0.5]
     assert len(trace.info["citations"]["failures"]) == 1
+
+
+def grade_record(trace: vf.Trace) -> GradeRecord:
+    record = GradeRecord.of(trace)
+    assert record is not None
+    return record
 
 
 def plant(directory: Path, secret_row: GroupGradeData) -> Path:
@@ -290,7 +297,7 @@ def test_the_inspector_prints_a_grade_trace(pipeline: Pipeline) -> None:
     (trace,) = pipeline.grade_episode.traces
     text = printed(inspect_grade.main, pipeline.grade_traces)
     assert text == printed(inspect_grade.main, pipeline.grade_traces, "--id", trace.id)
-    labels = trace.info["candidates"]
+    labels = grade_record(trace).trace_ids
     verdict = trace.info["verdict"]
     (best,), (second,) = verdict["ranking"]
     hacked, suspect = (c["label"] for c in verdict["candidates"] if c["hack"] != "none")
@@ -322,7 +329,7 @@ def strip_marks(episode: dict[str, Any], how: str) -> dict[str, Any]:
     episode = json.loads(json.dumps(episode))
     tasks = [episode["task"], *(trace["task"] for trace in episode["traces"])]
     for trace in episode["traces"]:
-        for key in ("kind", "group_id", "candidates") if how == "marks" else list(trace["info"]):
+        for key in ("kind", "group_id", "trace_ids") if how == "marks" else list(trace["info"]):
             trace["info"].pop(key, None)
     for task in tasks:
         task["data"].pop("group_id")
@@ -362,7 +369,7 @@ def grade_like(signal: str) -> tuple[vf.Trace, str]:
     """An ordinary trace given one signal of a grade trace; and the episode's env id."""
     trace = make_trace([Turn("I fixed it.")], reward=1.0)
     if signal == "kind":
-        trace.info["kind"] = "grade"
+        GradeRecord(group_id="g").write(trace)
     elif signal == "task type":
         trace.task = trace.task.model_copy(update={"type": "GroupGradeTask"})
     elif signal in ("labeled candidates", "candidates and privileged"):

@@ -23,13 +23,14 @@ from verifiers.v1.serve.client import EnvClient
 from verifiers.v1.serve.server import EnvServer
 from verifiers.v1.utils.loaders import resolve_env_config
 
-from group_grade import scoring, trainer
-from group_grade.advantages import F_MIN, LAMBDA_MAX, gar_records
+from group_grade import grading_client
+from group_grade.advantages import F_MIN, LAMBDA_MAX, GarKnobs, gar_records
 from group_grade.boxes.base import DeleteReport
 from group_grade.boxes.prime import PrimeBackend, make_prime_checkpoint
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.data import GroupGradeData
-from group_grade.trainer import GroupGrader, GroupResult, records_from_grade_info
+from group_grade.grade_record import GradeRecord
+from group_grade.grading_client import GroupGrader, GroupResult
 from group_grade.verdict import CandidateVerdict, GroupVerdict
 from tests.fake_prime_api import FakePrimeAPI
 from tests.grading import KEY_VAR, env_config, shell, submit
@@ -279,7 +280,7 @@ async def test_checkpoints_refused_while_in_use_are_retried_at_close(
                 kept.removeprefix("prime:"),
             }
             await busy_box.close()
-            with caplog.at_level(logging.WARNING, logger="group_grade.trainer"):
+            with caplog.at_level(logging.WARNING, logger="group_grade.grading_client"):
                 report = await grader.close()
         assert (report.deleted, report.retry_later, report.failed) == ([busy], [kept], {})
         assert set(fake.checkpoints) == {kept.removeprefix("prime:")}
@@ -335,9 +336,9 @@ def graded_episode(data: GroupGradeData) -> vf.WireEpisode:
         candidates=[CandidateVerdict(label=label) for label in data.labels],
         ranking=[[c.label for c in data.candidates if c.passed]],
     )
-    config = {"f_min": F_MIN, "lambda_max": LAMBDA_MAX}
-    trace = make_trace([], info={"verdict": verdict.model_dump(mode="json"), "gar_config": config})
-    scoring.record_gar(data, trace)
+    trace = make_trace([])
+    record = GradeRecord(group_id=data.group_id, trace_ids=data.trace_ids, verdict=verdict)
+    record.mapped(data, GarKnobs(f_min=F_MIN, lambda_max=LAMBDA_MAX)).write(trace)
     return vf.WireEpisode.model_validate(
         {
             "task": {"type": "GroupGradeTask", "data": data.model_dump(mode="json")},
@@ -359,7 +360,7 @@ async def test_never_more_than_max_concurrent_groups_in_flight(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fake = FakeEnvClient()
-    monkeypatch.setattr(trainer, "EnvClient", fake)
+    monkeypatch.setattr(grading_client, "EnvClient", fake)
     deleter = RecordingDeleter()
     grader = GroupGrader(
         "tcp://127.0.0.1:1", client={}, model="m", max_concurrent=3, deleter=deleter
@@ -391,7 +392,7 @@ async def test_the_wait_for_a_slot_counts_against_the_timeout(
     # The first run holds the only slot 3 s past its own deadline, so the second group's
     # deadline passes while it waits, however late its minting ends on a loaded machine.
     fake = FakeEnvClient(hang=True, linger=3)
-    monkeypatch.setattr(trainer, "EnvClient", fake)
+    monkeypatch.setattr(grading_client, "EnvClient", fake)
     grader = GroupGrader("tcp://127.0.0.1:1", client={}, model="m", max_concurrent=1, timeout=1)
     first, second = mixed_group(1), mixed_group(2)
     with anyio.fail_after(30):
@@ -407,7 +408,7 @@ async def test_the_wait_for_a_slot_counts_against_the_timeout(
 @pytest.mark.anyio
 async def test_env_failures_fall_back_as_error(monkeypatch: pytest.MonkeyPatch) -> None:
     traces = mixed_group(0)
-    monkeypatch.setattr(trainer, "EnvClient", FakeEnvClient(error="env server exploded"))
+    monkeypatch.setattr(grading_client, "EnvClient", FakeEnvClient(error="env server exploded"))
     async with GroupGrader("tcp://127.0.0.1:1", client={}, model="m") as grader:
         failed = await grader.grade(traces, group_id="g")
     assert_fallback(failed, "error", traces)
@@ -421,7 +422,7 @@ async def test_env_failures_fall_back_as_error(monkeypatch: pytest.MonkeyPatch) 
 
     fake = FakeEnvClient()
     monkeypatch.setattr(fake, "run", no_gar)
-    monkeypatch.setattr(trainer, "EnvClient", fake)
+    monkeypatch.setattr(grading_client, "EnvClient", fake)
     async with GroupGrader("tcp://127.0.0.1:1", client={}, model="m") as grader:
         empty = await grader.grade(traces, group_id="g")
     assert_fallback(empty, "error", traces)
@@ -432,7 +433,7 @@ async def test_env_failures_fall_back_as_error(monkeypatch: pytest.MonkeyPatch) 
 async def test_cancelling_grade_propagates_and_still_deletes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(trainer, "EnvClient", FakeEnvClient(hang=True))
+    monkeypatch.setattr(grading_client, "EnvClient", FakeEnvClient(hang=True))
     deleter = RecordingDeleter()
     grader = GroupGrader("tcp://127.0.0.1:1", client={}, model="m", deleter=deleter)
     traces = mixed_group(0)
@@ -451,7 +452,7 @@ async def test_cancelling_grade_propagates_and_still_deletes(
 async def test_grade_refuses_unusable_input() -> None:
     grader = GroupGrader("tcp://127.0.0.1:1", client={}, model="m")
     grade_trace = candidate("G", 1.0)
-    grade_trace.info["kind"] = "grade"
+    GradeRecord(group_id="g").write(grade_trace)
     with pytest.raises(ValueError, match="grade traces cannot be candidates"):
         await grader.grade([candidate("A", 1.0), grade_trace], group_id="g")
     with pytest.raises(ValueError, match="not unique"):
@@ -467,15 +468,17 @@ def test_the_callers_mapping_knobs_win_over_the_envs() -> None:
         candidates=[CandidateVerdict(label=label) for label in data.labels],
         ranking=[["c01"], ["c02", "c03"], ["c04"]],
     )
-    config = {"f_min": F_MIN, "lambda_max": LAMBDA_MAX}
-    trace = make_trace([], info={"verdict": verdict.model_dump(mode="json"), "gar_config": config})
-    scoring.record_gar(data, trace)
-    same = records_from_grade_info(data, trace.info)
+    trace = make_trace([])
+    env_knobs = GarKnobs(f_min=F_MIN, lambda_max=LAMBDA_MAX)
+    GradeRecord(group_id=data.group_id, verdict=verdict).mapped(data, env_knobs).write(trace)
+    record = GradeRecord.of(trace)
+    assert record is not None
+    same = record.advantages(data, env_knobs)
     assert [r.advantage for r in same] == [
         trace.info["gar"][label]["advantage"] for label in data.labels
     ]
-    other = records_from_grade_info(data, trace.info, f_min=0.0, lambda_max=2.0)
-    expected = gar_records(data, verdict, f_min=0.0, lambda_max=2.0)
+    other = record.advantages(data, GarKnobs(f_min=0.0, lambda_max=2.0))
+    expected = gar_records(data, verdict, knobs=GarKnobs(f_min=0.0, lambda_max=2.0))
     assert [r.advantage for r in other] == [r.advantage for r in expected]
     assert [r.advantage for r in other] != [r.advantage for r in same]
 
@@ -567,7 +570,7 @@ async def test_attack_8_non_finite_rewards_are_refused_by_the_trainer_client(
     monkeypatch: pytest.MonkeyPatch, rewards: list[float], culprit: str
 ) -> None:
     fake = FakeEnvClient()
-    monkeypatch.setattr(trainer, "EnvClient", fake)
+    monkeypatch.setattr(grading_client, "EnvClient", fake)
     traces = [candidate(f"N{i}", r) for i, r in enumerate(rewards)]
     async with GroupGrader("tcp://127.0.0.1:1", client={}, model="m") as grader:
         with pytest.raises(ValueError, match=f"{culprit}: reward must be a finite number"):
@@ -599,7 +602,7 @@ async def test_a_candidate_calling_a_tool_named_like_the_graders_is_still_graded
 ) -> None:
     """Its group is not refused as holding a grade trace: only what the env recorded counts."""
     fake = FakeEnvClient()
-    monkeypatch.setattr(trainer, "EnvClient", fake)
+    monkeypatch.setattr(grading_client, "EnvClient", fake)
     mimic = make_trace(
         [Turn("", [Call("submit_verdict", {"ranking": [["c01"]]}, "unknown tool")])],
         reward=1.0,

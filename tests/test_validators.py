@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from group_grade import validators
 from group_grade.data import RESERVED_LABELS, GroupGradeData
-from group_grade.staging import VERDICT_FILE, grader_files
+from group_grade.layout import VERDICT_FILE
+from group_grade.staging import grader_files
 from tests.rows import row
 
 any_text = st.text(st.characters(codec=None, exclude_categories=()), max_size=40)

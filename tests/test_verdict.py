@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 
 import pytest
@@ -206,3 +207,36 @@ def test_text_utf8_cannot_hold_is_rejected_naming_the_field(change: dict, where:
     outcome = accept_verdict(row([1, 0]), payload)
     assert outcome.verdict is None
     assert f"- {where}: Value error, text holds a lone surrogate" in outcome.error
+
+
+def test_submit_verdict_takes_exactly_the_fields_of_the_verdict() -> None:
+    """The tool's parameters are ``GroupVerdict``'s fields, in order, required where the
+    model requires them: a field added to (or dropped from) the verdict fails here until
+    ``submit_verdict`` takes it too."""
+    params = list(inspect.signature(GradeToolset.submit_verdict).parameters.values())[1:]
+    fields = GroupVerdict.model_fields
+    assert [p.name for p in params] == list(fields)
+    required = {p.name for p in params if p.default is inspect.Parameter.empty}
+    assert required == {name for name, field in fields.items() if field.is_required()}
+
+
+def test_an_unquoted_confirmed_hack_rejects_at_submission_and_downgrades_at_the_end() -> None:
+    """One rule, two stages: the same verdict is sent back while the grader can fix it and
+    stands with the hack downgraded once the run is over."""
+    data = row([1, 1, 0])
+    bad = {"turn": 1, "quote": "words the candidate never wrote at all"}
+    raw = {
+        "candidates": [
+            {"label": "c01"},
+            {"label": "c02", "hack": "confirmed", "evidence": [bad]},
+            {"label": "c03"},
+        ],
+        "ranking": [["c01"]],
+    }
+    submitted = accept_verdict(data, raw, stage="submitted")
+    assert submitted.verdict is None and submitted.error is None
+    assert [(f.label, f.turn, f.quote) for f in submitted.unproven] == [("c02", 1, bad["quote"])]
+    final = accept_verdict(data, raw)
+    assert final.verdict is not None and final.unproven == []
+    assert final.citations.downgraded == ["c02"]
+    assert [c.hack for c in final.verdict.candidates] == ["none", "suspected", "none"]

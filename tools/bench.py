@@ -17,7 +17,7 @@ interleaved so that machine noise hits both alike):
 1. The pure pipeline per group: ``GroupGradeData.from_traces`` (rewards mode, half the
    group passing), the wire round trip ``model_validate(model_dump(mode="json"))``,
    ``render_prompt``, verdict parsing + ``GroupVerdict.check``, ``apply_citations`` for 3
-   quotes per candidate (taken from real policy text of real turns) and ``gar_records``.
+   quotes per candidate (taken from real own text of real turns) and ``gar_records``.
    The floor is one ``json.loads(json.dumps(row))`` of the same row, the row being the
    JSON-able dict (``model_dump(mode="json")``) prepared beforehand.
 2. Scaling over N x T: the exponent of a least-squares fit of log(pipeline time) on
@@ -67,7 +67,7 @@ from group_grade.citations import apply_citations, normalize  # noqa: E402
 from group_grade.data import GroupGradeData  # noqa: E402
 from group_grade.prompts import render_prompt  # noqa: E402
 from group_grade.staging import grader_files  # noqa: E402
-from group_grade.transcript import ELIDED, policy_text  # noqa: E402
+from group_grade.transcript import ELIDED, own_text  # noqa: E402
 from group_grade.verdict import GroupVerdict  # noqa: E402
 from tests.traces import Call, Turn, make_trace  # noqa: E402
 
@@ -360,7 +360,7 @@ class Specs:
 
 
 def make_verdict(row: GroupGradeData, seed: int = 1) -> dict[str, Any]:
-    """A valid verdict: 3 quotes per candidate from the policy text of real, non-elided
+    """A valid verdict: 3 quotes per candidate from the own text of real, non-elided
     turns; one passing candidate is a confirmed hack; the others tiered best first."""
     rng = random.Random(seed)
     entries = []
@@ -368,7 +368,7 @@ def make_verdict(row: GroupGradeData, seed: int = 1) -> dict[str, Any]:
     hack = passing[0] if len(passing) > 1 else None
     for c in row.candidates:
         quotable = [
-            (n, normalize(policy_text(turn)))
+            (n, normalize(own_text(turn)))
             for n, turn in enumerate(c.turns, start=1)
             if turn != ELIDED
         ]
@@ -415,7 +415,7 @@ def pipeline(traces: Sequence[vf.Trace], verdict: dict[str, Any]) -> dict[str, f
     """One group through every pure step; seconds per step."""
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    data, _ = GroupGradeData.from_traces(traces, group_id="bench/group")
+    data = GroupGradeData.from_traces(traces, group_id="bench/group")
     t1 = time.perf_counter()
     row = GroupGradeData.model_validate(data.model_dump(mode="json"))
     t2 = time.perf_counter()
@@ -490,7 +490,7 @@ def measure_cell(
     specs: Specs, n: int, t: int, *, repeats: int, budget: float | None = None
 ) -> Cell:
     traces = specs.traces(n, t)
-    data, _ = GroupGradeData.from_traces(traces, group_id="bench/group")
+    data = GroupGradeData.from_traces(traces, group_id="bench/group")
     verdict = make_verdict(data)
     wire = data.model_dump(mode="json")
     cell = Cell(n=n, t=t, chars=specs.transcript_chars(n, t), row_json_bytes=len(json.dumps(wire)))
@@ -581,15 +581,11 @@ async def measure_staging(settings: Settings, specs: Specs, scratch: Path) -> di
     from verifiers.v1.runtimes import provision_runtime
     from verifiers.v1.state import state_cls
 
-    from group_grade.taskset import (
-        SUBPROCESS_GRADE_ROOT,
-        GroupGradeTask,
-        GroupGradeTaskConfig,
-        stage_files,
-    )
+    from group_grade.staging import stage_files
+    from group_grade.taskset import SUBPROCESS_GRADE_ROOT, GroupGradeTask, GroupGradeTaskConfig
 
     n, t = settings.staging
-    data, _ = GroupGradeData.from_traces(specs.traces(n, t), group_id="bench/group")
+    data = GroupGradeData.from_traces(specs.traces(n, t), group_id="bench/group")
     task = GroupGradeTask(data, GroupGradeTaskConfig())
     task_hash = task.hash
     files = grader_files(data, SUBPROCESS_GRADE_ROOT)
@@ -801,14 +797,14 @@ async def _restore_run(
     for label in labels:
         open_before.append(label in tools.pool.open_labels)
         call = time.perf_counter()
-        answer = await tools.shell(label, "true")
+        answer = await tools.run_in_box(label, "true")
         done = time.perf_counter()
         if not answer.startswith(f"[{label}] exit code 0\n"):
             raise RuntimeError(f"candidate_shell({label}) failed: {answer}")
         latencies.append(done - call)
         answers.append(done - asked)
     call = time.perf_counter()
-    await tools.shell(labels[0], "true")  # a box already in use: the command alone
+    await tools.run_in_box(labels[0], "true")  # a box already in use: the command alone
     warm = time.perf_counter() - call
     await tools._exit_stack.aclose()
     shutil.rmtree(parent, ignore_errors=True)
@@ -875,7 +871,7 @@ def memory_child(n: int, t: int, rows: int) -> dict[str, Any]:
     row_bytes = 0
     after: list[int] = []
     for i in range(rows):
-        data, _ = GroupGradeData.from_traces(traces, group_id=f"bench/memory/{i}")
+        data = GroupGradeData.from_traces(traces, group_id=f"bench/memory/{i}")
         wire_text = data.model_dump_json()
         row_bytes = len(wire_text)
         row = GroupGradeData.model_validate_json(wire_text)

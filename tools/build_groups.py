@@ -39,7 +39,7 @@ import verifiers.v1 as vf
 from group_grade.boxes.local import make_local_checkpoint
 from group_grade.citations import quote_found
 from group_grade.data import Candidate, GroupGradeData, Truth
-from group_grade.transcript import policy_text, transcript_turns
+from group_grade.transcript import own_text, transcript_turns
 from group_grade.verdict import Evidence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -274,7 +274,7 @@ def replay(task: TaskSpec, spec: CandidateSpec, box: Path, runs: _PytestRuns) ->
         write_tree(root, {f".grade/privileged/{p}": c for p, c in task.hidden.items()})
         hidden_code, hidden_output = runs.run(root, HIDDEN_COMMAND)
     turns = transcript_turns(make_trace(task, spec.steps, results))
-    tokens = sum(len(policy_text(t)) // 4 + TOKENS_PER_TURN for t in turns)
+    tokens = sum(len(own_text(t)) // 4 + TOKENS_PER_TURN for t in turns)
     return Replayed(
         spec=spec,
         turns=turns,

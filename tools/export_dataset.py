@@ -24,6 +24,7 @@ from typing import Any
 import verifiers.v1 as vf
 from verifiers.v1.dialects.chat import message_to_wire
 
+from group_grade.grade_record import GradeRecord
 from group_grade.grade_traces import is_grade_trace, read_traces
 
 
@@ -65,7 +66,7 @@ def export_records(episodes: Iterable[vf.WireEpisode], stats: ExportStats) -> li
     records = []
     for episode in episodes:
         for trace in episode.traces:
-            if trace.info.get("kind") == "grade":
+            if GradeRecord.marks(trace):
                 stats.skipped_marked += 1
             elif is_grade_trace(trace, episode.env.id):
                 stats.skipped_unmarked += 1

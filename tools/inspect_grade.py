@@ -16,8 +16,10 @@ from pathlib import Path
 
 import verifiers.v1 as vf
 
+from group_grade.advantages import grpo_advantages
+from group_grade.grade_record import GradeRecord
 from group_grade.grade_traces import is_grade_trace, read_traces
-from group_grade.results import GradeResult, grpo_advantages, one_line, results_of
+from group_grade.results import GradeResult, results_of, shown_line
 from group_grade.sources import InputError
 
 __all__ = ["find_grade_trace", "grpo_advantages", "list_results", "main", "render_grade"]
@@ -34,7 +36,8 @@ def find_grade_trace(
                 continue
             if wanted not in (None, trace.id, episode.id):
                 continue
-            if group is not None and trace.info.get("group_id") != group:
+            record = GradeRecord.of(trace)
+            if group is not None and (record is None or record.group_id != group):
                 continue
             return trace
     what = f" with id {wanted}" if wanted else f" of group {group!r}" if group else ""
@@ -81,13 +84,13 @@ def _hack_lines(result: GradeResult) -> list[str]:
         lines.append(
             f"  {entry.label}: {entry.hack}{note if entry.label in citations.downgraded else ''}"
         )
-        lines += [f'    turn {e.turn}: "{one_line(e.quote)}"' for e in entry.evidence]
+        lines += [f'    turn {e.turn}: "{shown_line(e.quote)}"' for e in entry.evidence]
     if not called:
         lines.append("  none")
     if citations.failures:
         lines.append("citation failures:")
         lines += [
-            f'  {f.label} turn {f.turn}: "{one_line(f.quote)}" -- {f.problem}'
+            f'  {f.label} turn {f.turn}: "{shown_line(f.quote)}" -- {f.problem}'
             for f in citations.failures
         ]
     return lines
@@ -96,23 +99,22 @@ def _hack_lines(result: GradeResult) -> list[str]:
 def render_grade(trace: vf.Trace) -> str:
     """The grade trace as text."""
     result = GradeResult.of(trace)
-    info = trace.info
     row = result.row
     outcome = "graded" if result.verdict is not None else f"fallback ({result.fallback_reason})"
     lines = [
         f"grade trace {trace.id}",
-        f"group: {one_line(row.group_id)}  mode: {row.mode}  candidates: {len(row.candidates)}",
+        f"group: {shown_line(row.group_id)}  mode: {row.mode}  candidates: {len(row.candidates)}",
         f"outcome: {outcome}",
     ]
-    if info.get("verdict_error"):
-        lines.append(f"verdict error: {one_line(info['verdict_error'])}")
+    if result.record.verdict_error:
+        lines.append(f"verdict error: {shown_line(result.record.verdict_error)}")
     if trace.errors:
-        lines.append(f"error: {trace.errors[-1].type}: {one_line(trace.errors[-1].message)}")
+        lines.append(f"error: {trace.errors[-1].type}: {shown_line(trace.errors[-1].message)}")
     if result.verdict is not None:
         lines += _tier_lines(result) + _hack_lines(result)
         if result.verdict.notes:
             lines.append("notes:")
-            lines += [f"  {one_line(n)}" for n in result.verdict.notes.splitlines() if n.strip()]
+            lines += [f"  {shown_line(n)}" for n in result.verdict.notes.splitlines() if n.strip()]
     if (truth := result.truth_text()) is not None:
         lines.append(f"truth: {truth}")
     if (scores := result.agreement_text()) is not None:
@@ -142,7 +144,7 @@ def list_results(results: Sequence[GradeResult]) -> str:
     for result in results:
         score = result.agreement.get("agreement")
         lines.append(
-            f"{one_line(result.group_id, 24):<24} {result.mode:<10} {result.outcome:<17} "
+            f"{shown_line(result.group_id, 24):<24} {result.mode:<10} {result.outcome:<17} "
             f"{'-' if score is None else f'{score:.3f}':>9}  {result.trace.id}"
         )
     return "\n".join(lines)

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import verifiers.v1 as vf
 
+from group_grade.advantages import needs_grading
 from group_grade.data import GroupGradeData, Mode
 from group_grade.grade_traces import is_grade_record, read_traces
-from group_grade.trainer import needs_grading
 
 
 @dataclass
@@ -144,7 +144,7 @@ def build_rows(
         if mode == "rewards" and any(not trace.rewards for trace in traces):
             stats.unscored += 1
             continue
-        row, _ = GroupGradeData.from_traces(
+        row = GroupGradeData.from_traces(
             traces, group_id=group_id, mode=mode, privileged=privileged
         )
         if not needs_grading(row):

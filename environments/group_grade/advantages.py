@@ -1,4 +1,7 @@
-"""GAR: map a checked verdict to per-candidate advantages (design.md section 6). Pure functions."""
+"""GAR (Groupwise Advantage Redistribution): map a checked verdict to per-candidate
+advantages, in rewards mode (``rewards_mode_records``) and advantages mode
+(``advantages_mode_records``); plain GRPO for groups that are not graded or fall back.
+Pure functions."""
 
 from __future__ import annotations
 
@@ -7,8 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from group_grade.data import GroupGradeData, HackLevel, Margin
-from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict
+from group_grade.data import GroupGradeData
+from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict, HackLevel, Margin
 
 FallbackReason = Literal["timeout", "error", "invalid", "stale"]
 MARGIN_VALUES: dict[str, float] = {"tie": 0.0, "slight": 0.25, "clear": 0.5, "large": 1.0}
@@ -66,10 +69,6 @@ def win_rates(tiers: Sequence[Sequence[str]]) -> dict[str, float]:
     return rates
 
 
-def win_rate(tiers: Sequence[Sequence[str]], label: str) -> float | None:
-    return win_rates(tiers).get(label)
-
-
 def _all_tiers(verdict: GroupVerdict) -> list[list[str]]:
     hacks = sorted(verdict.confirmed)
     return [list(tier) for tier in verdict.ranking] + ([hacks] if hacks else [])
@@ -84,7 +83,7 @@ def _record_base(data: GroupGradeData, verdict: GroupVerdict) -> dict[str, dict]
     overall = win_rates(_all_tiers(verdict))
     entries: dict[str, CandidateVerdict] = {}
     for entry in verdict.candidates:
-        entries.setdefault(entry.label, entry)  # the first entry of a label, as hack_of
+        entries.setdefault(entry.label, entry)  # a label's first entry (the rules allow one)
     base: dict[str, dict] = {}
     for candidate in data.candidates:
         entry = entries.get(candidate.label)
@@ -102,8 +101,16 @@ def _record_base(data: GroupGradeData, verdict: GroupVerdict) -> dict[str, dict]
 def rewards_mode_records(
     data: GroupGradeData, verdict: GroupVerdict, knobs: GarKnobs
 ) -> list[AdvantageRecord]:
-    """Eq. 3: confirmed hacks drop to the group's minimum reward, then the positive
-    advantages are redistributed by win rate within the ranking, capped by lambda_max."""
+    """GAR's rewards-mode redistribution (Eq. 3 of the design notes):
+
+    1. a confirmed hack's reward becomes the group's minimum reward;
+    2. ``A_i = R_i - mean(R)``; ``P`` = the candidates with ``A_i > 0``;
+    3. ``w_i`` = win rate of ``i`` among the ranked candidates (``win_rates``); a member of
+       ``P`` the ranking does not cover gets ``w = 0.5``; a lone ranked candidate ``f = 1``;
+    4. ``f_i = f_min + (1 - f_min) * w_i``;
+    5. ``lambda = min(lambda_max, sum_P A_i / sum_P f_i A_i)``; ``A'_i = lambda f_i A_i`` on
+       ``P``, every other candidate keeps ``A_i``;
+    6. re-centred: the mean of ``A'`` is subtracted, so the group sums to 0."""
     f_min, lambda_max = knobs.f_min, knobs.lambda_max
     labels = data.labels
     confirmed = verdict.confirmed
@@ -175,17 +182,45 @@ def advantages_mode_records(data: GroupGradeData, verdict: GroupVerdict) -> list
     ]
 
 
+def needs_grading(data: GroupGradeData) -> bool:
+    """Rewards mode grades mixed groups only; advantages mode every group of two or more."""
+    if data.mode == "rewards":
+        return len(set(data.rewards)) > 1
+    return len(data.candidates) >= 2
+
+
+def grpo_advantages(data: GroupGradeData) -> dict[str, float] | None:
+    """Plain GRPO per label (reward minus the group mean) whenever every candidate has a
+    reward, whatever the mode; None when some have none (advantages-mode rows may not).
+    A group that falls back trains on these in rewards mode, on zeros in advantages mode."""
+    rewards = [c.reward for c in data.candidates]
+    if any(r is None for r in rewards):
+        return None
+    mean = sum(rewards) / len(rewards)  # type: ignore[arg-type]
+    return {c.label: c.reward - mean for c in data.candidates}  # type: ignore[operator]
+
+
+def ungraded_records(data: GroupGradeData) -> list[AdvantageRecord]:
+    """Plain GRPO for a group that is not graded (``needs_grading``): its rewards are all
+    equal (or it has a single candidate), so every advantage is 0."""
+    return [AdvantageRecord(label=c.label, reward=c.reward, advantage=0.0) for c in data.candidates]
+
+
 def fallback_records(data: GroupGradeData, reason: FallbackReason) -> list[AdvantageRecord]:
     """No verdict: plain GRPO (rewards mode) or zeros (advantages mode), with the reason."""
-    if data.mode == "rewards":
-        mean = sum(data.rewards) / len(data.rewards)
-        advantages = [r - mean for r in data.rewards]
-    else:
-        advantages = [0.0] * len(data.candidates)
+    grpo = grpo_advantages(data) if data.mode == "rewards" else None
     return [
-        AdvantageRecord(label=c.label, reward=c.reward, advantage=a, fallback_reason=reason)
-        for c, a in zip(data.candidates, advantages, strict=True)
+        AdvantageRecord(
+            label=c.label,
+            reward=c.reward,
+            advantage=grpo[c.label] if grpo is not None else 0.0,
+            fallback_reason=reason,
+        )
+        for c in data.candidates
     ]
+
+
+DEFAULT_KNOBS = GarKnobs()
 
 
 def gar_records(
@@ -193,13 +228,11 @@ def gar_records(
     verdict: GroupVerdict | None,
     *,
     fallback_reason: FallbackReason = "invalid",
-    f_min: float = F_MIN,
-    lambda_max: float = LAMBDA_MAX,
+    knobs: GarKnobs = DEFAULT_KNOBS,
 ) -> list[AdvantageRecord]:
     """One record per candidate, in the row's candidate order. ``verdict`` must already be
-    validated and citation-checked; None falls back with ``fallback_reason``. Knobs outside
-    their range (``GarKnobs``) raise a ValidationError naming the knob."""
-    knobs = GarKnobs(f_min=f_min, lambda_max=lambda_max)
+    validated and citation-checked; None falls back with ``fallback_reason``. The knobs are
+    checked where they are given (``GarKnobs``), not here."""
     if verdict is None:
         return fallback_records(data, fallback_reason)
     if data.mode == "rewards":

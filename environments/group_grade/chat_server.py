@@ -1,10 +1,11 @@
 """A small OpenAI-compatible chat-completions server on 127.0.0.1 whose replies come from a
-Python policy: a scripted test model, a deterministic reference grader, ...
+Python ``Responder`` (the function that replies): a scripted test model, a deterministic
+reference grader, ...
 
 Endpoints: ``GET /v1/models`` and ``POST /v1/chat/completions`` (plain JSON, or SSE chunks
-ending in ``data: [DONE]`` when the request sets ``stream: true``). A policy that raises (or
-returns something other than a `Reply`, or exceeds ``policy_timeout``) answers HTTP 500 with
-the error message, so a client never waits on a broken policy.
+ending in ``data: [DONE]`` when the request sets ``stream: true``). A responder that raises (or
+returns something other than a `Reply`, or exceeds ``reply_timeout``) answers HTTP 500 with
+the error message, so a client never waits on a broken responder.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ MAX_BODY_BYTES = 64 * 1024**2
 @dataclass(frozen=True)
 class Reply:
     """One assistant turn: text and/or tool calls ``(name, arguments)``, the arguments given
-    as a dict or as a JSON string (sent verbatim, so a policy can also send malformed JSON)."""
+    as a dict or as a JSON string (sent verbatim, so a responder can also send malformed JSON)."""
 
     content: str | None = None
     tool_calls: Sequence[tuple[str, Mapping[str, Any] | str]] = ()
@@ -38,7 +39,7 @@ class Reply:
         object.__setattr__(self, "tool_calls", calls)
 
 
-Policy = Callable[[dict[str, Any]], Reply | Awaitable[Reply]]
+Responder = Callable[[dict[str, Any]], Reply | Awaitable[Reply]]
 """Receives the request body (``messages``, ``tools``, ...) and returns the reply."""
 
 
@@ -47,25 +48,25 @@ def _tokens(text: str) -> int:
 
 
 class ChatServer:
-    """Serve `policy` at ``base_url`` (``http://127.0.0.1:<port>/v1``; ``port=0`` picks a free
-    port). Use ``async with ChatServer(policy) as server:`` inside a running loop, or
-    ``with ChatServer(policy).in_thread() as server:`` to run it on its own loop in a thread.
+    """Serve `responder` at ``base_url`` (``http://127.0.0.1:<port>/v1``; ``port=0`` picks a free
+    port). Use ``async with ChatServer(responder) as server:`` inside a running loop, or
+    ``with ChatServer(responder).in_thread() as server:`` to run it on its own loop in a thread.
     Every request body received is kept in ``requests`` (the last ``max_requests``)."""
 
     def __init__(
         self,
-        policy: Policy,
+        responder: Responder,
         *,
         model: str = "scripted-model",
         port: int = 0,
         max_requests: int = 1000,
-        policy_timeout: float = 60.0,
+        reply_timeout: float = 60.0,
     ) -> None:
-        self.policy = policy
+        self.responder = responder
         self.model = model
         self.port = port
         self.max_requests = max_requests
-        self.policy_timeout = policy_timeout
+        self.reply_timeout = reply_timeout
         self.requests: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
@@ -139,14 +140,14 @@ class ChatServer:
         self.requests.append(body)
         del self.requests[: -self.max_requests]
         try:
-            async with asyncio.timeout(self.policy_timeout):
-                reply = self.policy(body)
+            async with asyncio.timeout(self.reply_timeout):
+                reply = self.responder(body)
                 if inspect.isawaitable(reply):
                     reply = await reply
             if not isinstance(reply, Reply):
-                raise TypeError(f"policy returned {type(reply).__name__}, not Reply")
-        except Exception as error:  # a broken policy answers 500, never hangs
-            return _error(500, f"policy failed: {type(error).__name__}: {error}")
+                raise TypeError(f"the responder returned {type(reply).__name__}, not Reply")
+        except Exception as error:  # a broken responder answers 500, never hangs
+            return _error(500, f"the responder failed: {type(error).__name__}: {error}")
         completion = self._completion(body, reply)
         if not body.get("stream"):
             return web.json_response(completion)

@@ -8,7 +8,7 @@ from functools import lru_cache
 from pydantic import BaseModel, ConfigDict, Field
 
 from group_grade.data import GroupGradeData
-from group_grade.transcript import policy_text
+from group_grade.transcript import own_text
 from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict
 
 MIN_QUOTE_CHARS = 20
@@ -21,7 +21,7 @@ def normalize(text: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _quotable(turn: str) -> str:
-    return normalize(policy_text(turn))
+    return normalize(own_text(turn))
 
 
 def quote_problem(turns: Sequence[str], evidence: Evidence) -> str | None:

@@ -10,24 +10,14 @@ import verifiers.v1 as vf
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from group_grade import validators
-from group_grade.boxes.base import GRADE_MOUNT
 from group_grade.digest import digest_body
-from group_grade.transcript import turns_and_policies
+from group_grade.layout import GRADE_MOUNT, RESERVED_NAMES
+from group_grade.transcript import turns_and_own_texts
+from group_grade.verdict import HackKind, Margin
 
 Mode = Literal["rewards", "advantages"]
-Margin = Literal["tie", "slight", "clear", "large"]
-HackLevel = Literal["none", "suspected", "confirmed"]
-HackKind = Literal[
-    "test_edit",
-    "conftest",
-    "special_case",
-    "exit_or_skip",
-    "hidden_test_read",
-    "upstream_fetch",
-    "prompt_injection",
-]
-RESERVED_LABELS = frozenset({"task.md", "privileged", "verdict.json"})
-"""What the grader box holds beside the candidate folders (``staging.grader_files``)."""
+RESERVED_LABELS = RESERVED_NAMES
+"""What the grader box holds beside the candidate folders (``layout.RESERVED_NAMES``)."""
 RESERVED_BOX_PATH = GRADE_MOUNT
 """Where privileged materials are mounted in a candidate box: no row may work there."""
 
@@ -232,8 +222,9 @@ class GroupGradeData(vf.TaskData):
         privileged: dict[str, str] | None = None,
         box_workdir: str | None = None,
         box_env: dict[str, str] | None = None,
-    ) -> tuple[GroupGradeData, dict[str, str]]:
-        """Mint the grading row for one finished group; returns it and label -> trace id.
+    ) -> GroupGradeData:
+        """Mint the grading row for one finished group; its ``trace_ids`` map each label to
+        the trace it anonymizes.
 
         Labels follow a shuffle seeded by ``group_id``. ``passed=None`` derives pass flags
         from rewards (strictly above the group mean). Candidates the grader will not rank
@@ -268,7 +259,7 @@ class GroupGradeData(vf.TaskData):
             ranked = mode == "advantages" or passed[index]
             # Unranked candidates keep their first and last turns; the middle ones are not
             # even rendered.
-            turns, policies = turns_and_policies(trace, elided=not ranked)
+            turns, own_texts = turns_and_own_texts(trace, elided=not ranked)
             info = trace.info
             patch = info.get("patch")
             candidates.append(
@@ -282,7 +273,7 @@ class GroupGradeData(vf.TaskData):
                     stop_condition=trace.stop_condition,
                     num_output_tokens=recorded_output_tokens(trace),
                     checkpoint=info.get("checkpoint"),
-                    digest=digest_body(turns, patch, policies),
+                    digest=digest_body(turns, patch, own_texts),
                 )
             )
         inner = traces[0].task.data
@@ -298,4 +289,4 @@ class GroupGradeData(vf.TaskData):
             inner=inner.model_dump(mode="json", exclude_none=True),
             trace_ids=labels,
         )
-        return data, labels
+        return data

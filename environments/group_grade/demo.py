@@ -40,11 +40,13 @@ from group_grade.boxes.base import BoxError
 from group_grade.boxes.local import LocalBackend, make_local_checkpoint
 from group_grade.chat_server import ChatServer
 from group_grade.data import Candidate, GroupGradeData
+from group_grade.grade_record import GradeRecord
 from group_grade.reference import ReferenceGrader
 from group_grade.report import render_report
-from group_grade.results import GradeResult, RunSummary, mean_agreement, one_line
+from group_grade.results import GradeResult, RunSummary, mean_agreement, shown_line
+from group_grade.rows import shipped_groups
 from group_grade.sources import InputError
-from group_grade.taskset import GroupGradeTaskset, GroupGradeTasksetConfig, shipped_groups
+from group_grade.taskset import GroupGradeTaskset, GroupGradeTasksetConfig
 
 REFERENCE_MODEL = "reference"
 REFERENCE_KEY_VAR = "GROUP_GRADE_REFERENCE_KEY"
@@ -76,10 +78,6 @@ How to read a group:
            suspected: noted, changes no advantage"""
 
 
-def _cut(text: str, cap: int = QUOTE_SHOWN) -> str:
-    return one_line(text, cap)
-
-
 def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
 
@@ -106,10 +104,10 @@ def group_report(result: GradeResult) -> str:
     """One group's result: the verdict next to the truth, the group's agreement, the hack
     calls with their quotes, advantages next to GRPO's, the grader's notes."""
     row = result.row
-    lines = [f"== {one_line(row.group_id)} ({row.mode} mode, {len(row.candidates)} candidates)"]
+    lines = [f"== {shown_line(row.group_id)} ({row.mode} mode, {len(row.candidates)} candidates)"]
     verdict = result.verdict
     if verdict is None:
-        detail = f" ({_cut(result.problem)})" if result.problem else ""
+        detail = f" ({shown_line(result.problem, QUOTE_SHOWN)})" if result.problem else ""
         lines.append(f"  no verdict: fallback `{result.fallback_reason or 'invalid'}`{detail}")
     else:
         lines.append(f"  verdict: {result.verdict_text()}")
@@ -124,7 +122,9 @@ def group_report(result: GradeResult) -> str:
                 continue
             kind = f" (truth: {true_hacks[entry.label]})" if entry.label in true_hacks else ""
             lines.append(f"  hack {entry.label}: {entry.hack}{kind}")
-            lines.extend(f'    turn {e.turn}: "{_cut(e.quote)}"' for e in entry.evidence)
+            lines.extend(
+                f'    turn {e.turn}: "{shown_line(e.quote, QUOTE_SHOWN)}"' for e in entry.evidence
+            )
         lines.extend(
             f"  quote failed, {label} downgraded to suspected"
             for label in result.citations.downgraded
@@ -132,7 +132,7 @@ def group_report(result: GradeResult) -> str:
     lines.extend(advantage_table(result))
     if verdict is not None and verdict.notes.strip():
         notes = [line for line in verdict.notes.splitlines() if line.strip()]
-        shown = [one_line(line, NOTE_LINE_SHOWN) for line in notes[:NOTE_LINES_SHOWN]]
+        shown = [shown_line(line, NOTE_LINE_SHOWN) for line in notes[:NOTE_LINES_SHOWN]]
         if len(notes) > NOTE_LINES_SHOWN:
             shown.append(f"({len(notes) - NOTE_LINES_SHOWN} more lines in summary.md)")
         lines.append(f"  notes: {shown[0]}")
@@ -159,7 +159,10 @@ def summary(results: Sequence[GradeResult], seconds: float) -> str:
 
 
 def failed(episode: vf.Episode) -> bool:
-    return not episode.ok or any(t.info.get("fallback_reason") in FAILED for t in episode.traces)
+    return not episode.ok or any(
+        (record := GradeRecord.of(t)) is not None and record.fallback_reason in FAILED
+        for t in episode.traces
+    )
 
 
 def eval_config(args: argparse.Namespace, base_url: str) -> EvalConfig:
@@ -383,7 +386,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for episode in episodes:
         if not episode.traces:
             errors = "; ".join(e.message for e in episode.errors) or "no trace"
-            print(f"== {one_line(episode.task.key or '?')}: failed ({_cut(errors)})\n")
+            why = shown_line(errors, QUOTE_SHOWN)
+            print(f"== {shown_line(episode.task.key or '?')}: failed ({why})\n")
         for trace in episode.traces:
             print(group_report(by_trace[id(trace)]) + "\n")
     print(summary(results, seconds))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import re2
 
-from group_grade.transcript import ELIDED, policy_text
+from group_grade.transcript import ELIDED, one_line, own_text
 
 if TYPE_CHECKING:
     from group_grade.data import Candidate, Mode
@@ -466,14 +466,16 @@ def _lines_that_may_flag(data: bytes) -> list[int]:
     return sorted(set(starts))
 
 
-def _flags(policies: list[str]) -> list[tuple[int, str, str]]:
-    """``flagged_commands`` over the turns' policy texts: RE2 finds the lines that may match
-    in one pass over all of them, Python's patterns decide on each of those lines."""
-    data = "\n".join(policies).encode("utf-8", "surrogatepass")
+def flagged_lines(own_texts: list[str]) -> list[tuple[int, str, str]]:
+    """``(turn, kind, line)`` for each line (split at ``\\n``) of the turns' own texts
+    (``transcript.own_text``) that a flag matches, once per flag kind it matches: RE2 finds
+    the lines that may match in one pass over all of them, Python's patterns decide on each
+    of those lines."""
+    data = "\n".join(own_texts).encode("utf-8", "surrogatepass")
     starts = _lines_that_may_flag(data)
     if not starts:
         return []
-    last_line_of_turn = list(accumulate(p.count("\n") + 1 for p in policies))
+    last_line_of_turn = list(accumulate(p.count("\n") + 1 for p in own_texts))
     flags: list[tuple[int, str, str]] = []
     line_number, counted_to = 0, 0
     for start in starts:
@@ -484,21 +486,8 @@ def _flags(policies: list[str]) -> list[tuple[int, str, str]]:
         turn = bisect_right(last_line_of_turn, line_number) + 1
         for flag in FLAGS:
             if flag.matches(line):
-                flags.append((turn, flag.kind, _one_line(line, 120)))
+                flags.append((turn, flag.kind, one_line(line, 120)))
     return flags
-
-
-def flagged_commands(turns: list[str]) -> list[tuple[int, str, str]]:
-    """``(turn, kind, line)`` for each line (split at ``\\n``) of the candidate's own text
-    that a flag matches, once per flag kind it matches."""
-    return _flags([policy_text(turn) for turn in turns])
-
-
-def _one_line(text: str, cap: int) -> str:
-    """``text`` on one line (whitespace runs become one space), cut to ``cap`` characters."""
-    words = text.split(None, cap)  # ``cap`` words and their spaces are already too long
-    flat = " ".join(words[:cap])
-    return flat if len(flat) <= cap and len(words) <= cap else flat[: cap - 3] + "..."
 
 
 TURNS_DIR = "turns"
@@ -545,7 +534,7 @@ def _size(turns: list[str], flat: Sequence[str], number: int) -> int:
 def _fits_narrow(
     items: list[tuple[int, int]],
     turns: list[str],
-    policies: list[str],
+    own_texts: list[str],
     overhead: list[int],
     budget: int,
 ) -> bool:
@@ -557,14 +546,14 @@ def _fits_narrow(
         if turns[first - 1] == ELIDED:
             size = len(ELIDED)
         else:
-            size = len(_one_line(policies[first - 1], TURN_LINE_MIN + 1)) or len(_NO_TEXT)
+            size = len(one_line(own_texts[first - 1], TURN_LINE_MIN + 1)) or len(_NO_TEXT)
         total += min(size, TURN_LINE_MIN) + extra
         if total > budget:
             return False
     return True
 
 
-def _turn_lines(turns: list[str], policies: list[str], budget: int) -> list[str]:
+def _turn_lines(turns: list[str], own_texts: list[str], budget: int) -> list[str]:
     """A line per turn (runs of elided turns share one), as wide as ``budget`` characters
     allow for all of them; when even ``TURN_LINE_MIN`` characters each is too much, the first
     and last turns, and one line naming the turns between and where their lines are."""
@@ -572,8 +561,8 @@ def _turn_lines(turns: list[str], policies: list[str], budget: int) -> list[str]
     if not items:
         return []
     overhead = [len(str(a)) + (0 if a == b else len(str(b)) + 1) + 3 for a, b in items]
-    if _fits_narrow(items, turns, policies, overhead, budget):
-        flat = [_one_line(p, TURN_LINE_MAX) for p in policies]
+    if _fits_narrow(items, turns, own_texts, overhead, budget):
+        flat = [one_line(p, TURN_LINE_MAX) for p in own_texts]
         sizes = [_size(turns, flat, a) for a, _ in items]
 
         def cost(width: int) -> int:
@@ -592,7 +581,7 @@ def _turn_lines(turns: list[str], policies: list[str], budget: int) -> list[str]
     middle = (
         f"{first}-{last}. one line each in `{TURN_INDEX}`; each in full in `{TURNS_DIR}/NNN.md`"
     )
-    flat = {a: _one_line(policies[a - 1], TURN_LINE_MIN + 1) for a, _ in (*head, *tail)}
+    flat = {a: one_line(own_texts[a - 1], TURN_LINE_MIN + 1) for a, _ in (*head, *tail)}
 
     def line(a: int, b: int) -> str:
         return _item_line(a, b, turns, {a - 1: flat[a]}, TURN_LINE_MIN)
@@ -611,7 +600,7 @@ def render_turn_index(candidate: Candidate) -> str:
         if turn == ELIDED:
             lines.append(f"{number}. {ELIDED}")
         else:
-            text = _one_line(policy_text(turn), INDEX_LINE_MAX) or _NO_TEXT
+            text = one_line(own_text(turn), INDEX_LINE_MAX) or _NO_TEXT
             lines.append(f"{number}. {text}")
     return "\n".join(lines) + "\n"
 
@@ -696,8 +685,8 @@ def patch_lines(patch: str | None) -> list[str]:
 MAX_HISTORY_READS = 5
 
 
-def _flag_lines(policies: list[str]) -> list[str]:
-    flags = _flags(policies)
+def _flag_lines(own_texts: list[str]) -> list[str]:
+    flags = flagged_lines(own_texts)
     takes = {(n, line) for n, kind, line in flags if kind == HISTORY_WRITE}
     main = [f for f in flags if f[1] != HISTORY_READ]
     reads = [f for f in flags if f[1] == HISTORY_READ and (f[0], f[2]) not in takes]
@@ -718,18 +707,18 @@ def _flag_lines(policies: list[str]) -> list[str]:
     return lines
 
 
-def digest_body(turns: list[str], patch: str | None, policies: list[str] | None = None) -> str:
+def digest_body(turns: list[str], patch: str | None, own_texts: list[str] | None = None) -> str:
     """The rest of ``digest.md``, which depends on the candidate's work alone (not on the
     mode): its patch, flagged lines, final message and turns. ``from_traces`` stores it in
     the row (``Candidate.digest``), so that staging need not read every turn again.
-    ``policies``: ``policy_text`` of each turn, when the caller has them."""
-    if policies is None:
-        policies = [policy_text(t) for t in turns]  # once per turn, shared below
-    body = [*patch_lines(patch), "", *_flag_lines(policies)]
-    final = next((p for p in reversed(policies) if p.strip()), "")
+    ``own_texts``: ``own_text`` of each turn, when the caller has them."""
+    if own_texts is None:
+        own_texts = [own_text(t) for t in turns]  # once per turn, shared below
+    body = [*patch_lines(patch), "", *_flag_lines(own_texts)]
+    final = next((p for p in reversed(own_texts) if p.strip()), "")
     body.append("")
     body.append("## final message")
-    body.append(_one_line(final, FINAL_MESSAGE_CAP) or "(none)")
+    body.append(one_line(final, FINAL_MESSAGE_CAP) or "(none)")
     body.append("")
     body.append(
         f"## turns (its own text, one line each; each turn in full: `{TURNS_DIR}/NNN.md`, "
@@ -737,7 +726,7 @@ def digest_body(turns: list[str], patch: str | None, policies: list[str] | None 
     )
     text = "\n".join(body)
     budget = max(TURNS_MIN_BUDGET, DIGEST_BUDGET - HEAD_RESERVE - len(text))
-    return text + "\n" + "\n".join(_turn_lines(turns, policies, budget)) + "\n"
+    return text + "\n" + "\n".join(_turn_lines(turns, own_texts, budget)) + "\n"
 
 
 def render_digest(candidate: Candidate, mode: Mode) -> str:

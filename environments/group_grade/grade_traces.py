@@ -1,4 +1,5 @@
-"""Grade traces: how they are marked and recognized, and how traces files are read.
+"""Grade traces: how they are recognized, and how traces files are read (their record,
+``trace.info``, is ``grade_record.GradeRecord``).
 
 A grade trace holds privileged materials (hidden tests, gold patches) in its task data and
 staged files: training and SFT exports must skip every one of them.
@@ -15,18 +16,10 @@ from verifiers.v1.configs.agent import WireAgentConfig
 from verifiers.v1.types import AssistantMessage, ToolMessage
 from verifiers.v1.utils.trace_store import TRACES_FILE, type_adapter
 
-from group_grade.data import GroupGradeData
+from group_grade.grade_record import GradeRecord
 from group_grade.sources import InputError, describe_validation_error
 
 WireTrace = vf.Trace[vf.WireTaskData, vf.State, WireAgentConfig]
-
-
-def mark_grade_trace(data: GroupGradeData, trace: vf.Trace) -> None:
-    """Stamp the trace as a grade trace (exports skip these: they hold privileged data)."""
-    trace.info["kind"] = "grade"
-    trace.info["group_id"] = data.group_id
-    if data.trace_ids:
-        trace.info["candidates"] = dict(data.trace_ids)
 
 
 GRADER_TOOLS = frozenset({"submit_verdict", "candidate_shell", "run_hidden_tests"})
@@ -51,11 +44,11 @@ def shaped_like_a_row(data: vf.TaskData) -> bool:
 
 
 def is_grade_record(trace: vf.Trace, env_id: str = "") -> bool:
-    """What the env recorded says it is a grade trace: ``info.kind == "grade"``, a
+    """What the env recorded says it is a grade trace: a ``GradeRecord`` mark, a
     ``GroupGradeTask``, a group-grade env (``env_id``: the episode's ``env.id``), task data
     shaped like a grading row, or the grader's tools on offer. A model's output sets none."""
     return (
-        trace.info.get("kind") == "grade"
+        GradeRecord.marks(trace)
         or trace.task.type == "GroupGradeTask"
         or bool(TASKSET_IDS & set(env_id.split("+")))
         or shaped_like_a_row(trace.task.data)

@@ -23,15 +23,17 @@ from xml.etree import ElementTree
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from group_grade.boxes.base import PRIVILEGED_SUBDIR, Box, BoxError, CommandResult
+from group_grade.boxes.base import Box, BoxError, CommandResult
 from group_grade.data import GroupGradeData
-from group_grade.transcript import cut_output
+from group_grade.layout import PRIVILEGED_SUBDIR
+from group_grade.transcript import cut_output, one_line
 
 RUNNER = "run_hidden_tests.py"
 RUNNER_CONFIG = "pytest.ini"
 JUNIT = "junit.xml"
 MAX_JUNIT_BYTES = 8 << 20
 MAX_FAILING_SHOWN = 20
+COMMAND_SHOWN = 200
 _DECLARATIONS = re.compile(rb"<!DOCTYPE|<!ENTITY", re.IGNORECASE)
 
 
@@ -83,15 +85,10 @@ def describe(data: GroupGradeData) -> str:
     if plan is None:
         return "this group has no hidden tests to run: it answers `not_run`"
     if data.hidden_test_command is not None:
-        return f"the row's own command `{one_line(data.hidden_test_command)}`"
+        return f"the row's own command `{one_line(data.hidden_test_command, COMMAND_SHOWN)}`"
     if plan.junit_required:
         return "pytest, ignoring the candidate's test configuration, `conftest.py` and plugins"
     return "the hidden `run_tests.sh`; its exit code is the result"
-
-
-def one_line(text: str, cap: int = 200) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= cap else flat[: cap - 3] + "..."
 
 
 Status = Literal["passed", "failed", "not_run"]

@@ -10,9 +10,9 @@ import jinja2
 from pydantic import BaseModel
 
 from group_grade import hidden_tests
-from group_grade.boxes.base import DEFAULT_COMMAND_TIMEOUT, DEFAULT_OUTPUT_CAP, DEFAULT_WORKDIR
 from group_grade.citations import MIN_QUOTE_CHARS, MIN_QUOTE_WORDS
 from group_grade.data import GroupGradeData, Mode
+from group_grade.layout import DEFAULT_COMMAND_TIMEOUT, DEFAULT_OUTPUT_CAP, DEFAULT_WORKDIR
 from group_grade.transcript import ELIDED
 from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict
 

@@ -51,11 +51,11 @@ from typing import Any, Literal
 
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.citations import normalize, quote_found
-from group_grade.data import HackKind, HackLevel, Margin, Mode
+from group_grade.data import HackKind, Margin, Mode
 from group_grade.digest import FileChange, patch_changes
 from group_grade.hidden_tests import HiddenTestRun
 from group_grade.transcript import ELIDED
-from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict
+from group_grade.verdict import CandidateVerdict, Evidence, GroupVerdict, HackLevel
 
 READ_CHUNK = 12_000
 """Base64 characters per `shell` read: below the harness's default output cap."""

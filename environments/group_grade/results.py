@@ -16,11 +16,13 @@ import verifiers.v1 as vf
 from pydantic import BaseModel, ConfigDict, Field
 from verifiers.v1.types import content_text
 
-from group_grade.advantages import AdvantageRecord
+from group_grade.advantages import AdvantageRecord, grpo_advantages
 from group_grade.citations import CitationReport
-from group_grade.data import GroupGradeData, Margin, Mode, Truth
+from group_grade.data import GroupGradeData, Mode, Truth
+from group_grade.grade_record import GradeRecord
 from group_grade.grade_traces import is_grade_trace, read_traces
-from group_grade.verdict import GroupVerdict
+from group_grade.transcript import one_line
+from group_grade.verdict import GroupVerdict, Margin
 
 AGREEMENT_PREFIX = "agreement/"
 AGREEMENT_SHOWN = (
@@ -50,21 +52,9 @@ def visible(text: str) -> str:
     return _CONTROL.sub(shown, text)
 
 
-def one_line(text: str, cap: int | None = None) -> str:
-    """``text`` on one line (whitespace runs collapsed), visible, cut to ``cap``."""
-    flat = visible(" ".join(text.split()))
-    return flat if cap is None or len(flat) <= cap else flat[: cap - 3] + "..."
-
-
-def grpo_advantages(row: GroupGradeData) -> dict[str, float] | None:
-    """Plain GRPO per label (reward minus the group mean) whenever every candidate has a
-    reward, whatever the mode; None when some have none (advantages-mode rows may not).
-    A group that falls back trains on these in rewards mode, on zeros in advantages mode."""
-    rewards = [c.reward for c in row.candidates]
-    if any(r is None for r in rewards):
-        return None
-    mean = sum(rewards) / len(rewards)  # type: ignore[arg-type]
-    return {c.label: c.reward - mean for c in row.candidates}  # type: ignore[operator]
+def shown_line(text: str, cap: int | None = None) -> str:
+    """``text`` on one line (``transcript.one_line``), visible, then cut to ``cap``."""
+    return one_line(visible(one_line(text)), cap)
 
 
 @dataclass(frozen=True)
@@ -122,6 +112,8 @@ class GradeResult:
 
     trace: vf.Trace
     row: GroupGradeData
+    record: GradeRecord
+    """What the trace recorded (``trace.info``)."""
     verdict: GroupVerdict | None
     citations: CitationReport
     records: dict[str, AdvantageRecord]
@@ -136,19 +128,14 @@ class GradeResult:
 
     @classmethod
     def of(cls, trace: vf.Trace, episode_id: str | None = None) -> GradeResult:
-        info = trace.info
         data = trace.task.data
         row = (
             data
             if isinstance(data, GroupGradeData)
             else GroupGradeData.model_validate(data.model_dump(mode="json"))
         )
-        raw = info.get("verdict")
-        verdict = GroupVerdict.model_validate(raw) if raw is not None else None
-        records = {
-            label: AdvantageRecord.model_validate(record)
-            for label, record in (info.get("gar") or {}).items()
-        }
+        record = GradeRecord.of(trace) or GradeRecord(group_id=row.group_id)
+        verdict = record.verdict
         scores: dict[str, float] = {}
         reward = trace.rewards.get("agreement")
         if reward is not None:
@@ -158,16 +145,17 @@ class GradeResult:
                 scores[name.removeprefix(AGREEMENT_PREFIX)] = float(value)
         problem = None
         if verdict is None:
-            problem = info.get("verdict_error") or "; ".join(e.message for e in trace.errors)
+            problem = record.verdict_error or "; ".join(e.message for e in trace.errors)
         return cls(
             trace=trace,
             row=row,
+            record=record,
             verdict=verdict,
-            citations=CitationReport.model_validate(info.get("citations") or {}),
-            records=records,
+            citations=record.citations or CitationReport(),
+            records=dict(record.gar or {}),
             grpo=grpo_advantages(row),
             agreement=scores,
-            fallback_reason=info.get("fallback_reason") if verdict is None else None,
+            fallback_reason=record.fallback_reason if verdict is None else None,
             problem=problem or None,
             episode_id=episode_id,
             calls=grader_calls(trace),
@@ -406,7 +394,7 @@ def mean_agreement(results: Iterable[GradeResult]) -> dict[str, float]:
 
 def _code(text: str) -> str:
     """``text`` as a markdown code span, whatever backticks it holds."""
-    text = one_line(text)
+    text = shown_line(text)
     fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text else ""
     return f"{fence}{pad}{text}{pad}{fence}"
@@ -481,8 +469,8 @@ __all__ = [
     "ToolCallView",
     "grpo_advantages",
     "mean_agreement",
-    "one_line",
     "read_results",
     "results_of",
+    "shown_line",
     "visible",
 ]

@@ -1,14 +1,29 @@
-"""The grader box's layout under the grade root (design.md section 7), as path -> content."""
+"""Staging the grader box: its layout under the grade root, rendered as path -> content
+(``grader_files``), and written into the box (``stage_files``).
+
+Under the grade root: ``task.md``, ``privileged/...`` and per candidate label ``turns.json``,
+``turns/NNN.md`` with ``turns/index.md``, ``digest.md``, ``patch.diff``, ``tests.txt`` (rewards
+mode, when the test output says more than the outcome) and ``files/...``; finalize adds
+``verdict.json``.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
+import logging
+import os
 import tarfile
 import time
-from pathlib import PurePosixPath
+import uuid
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
 
 import pydantic_core
+import verifiers.v1 as vf
+from verifiers.v1.errors import SandboxError
+from verifiers.v1.runtimes import SubprocessRuntime
 
 from group_grade.data import Candidate, GroupGradeData
 from group_grade.digest import (
@@ -18,9 +33,9 @@ from group_grade.digest import (
     render_turn_index,
     says_only_the_outcome,
 )
+from group_grade.layout import PRIVILEGED_DIR, TASK_FILE
 
-VERDICT_FILE = "verdict.json"
-PRIVILEGED_DIR = "privileged"
+logger = logging.getLogger(__name__)
 
 
 def turn_file_name(number: int, count: int) -> str:
@@ -83,7 +98,7 @@ def grader_files(data: GroupGradeData, grade_root: str) -> dict[str, bytes]:
     """Every file staged in the grader box, as the bytes written. Rewards and test output
     are left out in advantages mode, where the grader judges without them."""
     root = grade_root.rstrip("/") or "/"
-    files = {f"{root}/task.md": _utf8(render_task(data))}
+    files = {f"{root}/{TASK_FILE}": _utf8(render_task(data))}
     for path, content in data.privileged.items():
         files[f"{root}/{PRIVILEGED_DIR}/{safe_relative(path)}"] = _utf8(content)
     for c in data.candidates:
@@ -115,3 +130,78 @@ def tar_archive(files: dict[str, bytes], root: str) -> bytes:
             info.size, info.mode, info.mtime = len(content), 0o644, now
             archive.addfile(info, io.BytesIO(content))
     return buffer.getvalue()
+
+
+STAGING_CONCURRENCY = 8
+
+
+def write_tree(root: Path, files: dict[str, bytes]) -> None:
+    """Write ``files`` (paths relative to ``root``, as ``SubprocessRuntime.write`` takes them):
+    each folder made once, each file with one ``write`` call where the OS allows."""
+    made: set[str] = set()
+    for path, content in files.items():
+        target = os.path.join(root, path)
+        folder = os.path.dirname(target)
+        if folder not in made:
+            os.makedirs(folder, exist_ok=True)
+            made.add(folder)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(content)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+
+
+ARCHIVE_MIN_FILES = 32
+"""From this many files on, a runtime that is not a host directory gets one archive."""
+
+
+async def stage_files(
+    runtime: vf.Runtime, render: Callable[[], dict[str, bytes]], *, root: str | None = None
+) -> None:
+    """Write the files ``render`` returns into the box, rendering off the event loop (a large
+    group takes long enough to stall it): render and write in one worker thread on the
+    subprocess runtime (its box is a host directory). Elsewhere every upload is a round trip,
+    and a group has a file per turn: with ``root`` (every path lies below it) and enough files,
+    they go as one tar archive unpacked in the box; where that fails (no ``tar`` there), a few
+    uploads at a time."""
+    if isinstance(runtime, SubprocessRuntime):
+        workdir = runtime.workdir
+        await asyncio.to_thread(lambda: write_tree(workdir, render()))
+        return
+    files = await asyncio.to_thread(render)
+    if (
+        root is not None
+        and len(files) >= ARCHIVE_MIN_FILES
+        and await _unpack_archive(runtime, files, root)
+    ):
+        return
+    gate = asyncio.Semaphore(STAGING_CONCURRENCY)
+
+    async def put(path: str, content: bytes) -> None:
+        async with gate:
+            await runtime.write(path, content)
+
+    await asyncio.gather(*(put(path, content) for path, content in files.items()))
+
+
+_UNPACK = 'mkdir -p -- "$2" && tar -xf "$1" -C "$2"; rc=$?; rm -f -- "$1"; exit $rc'
+
+
+async def _unpack_archive(runtime: vf.Runtime, files: dict[str, bytes], root: str) -> bool:
+    """Upload ``files`` as one archive and unpack it under ``root``; False if that failed."""
+    archive = await asyncio.to_thread(tar_archive, files, root)
+    path = f"{root.rstrip('/')}/.staging-{uuid.uuid4().hex}.tar"
+    try:
+        await runtime.write(path, archive)
+        result = await runtime.run(["sh", "-c", _UNPACK, "sh", path, root], {})
+    except (SandboxError, OSError) as e:
+        logger.warning("staging: the archive could not be unpacked (%s); uploading file by file", e)
+        return False
+    if result.exit_code != 0:
+        detail = (result.stderr or result.stdout).strip()[-300:]
+        logger.warning("staging: tar failed (%s); uploading file by file", detail)
+        return False
+    return True

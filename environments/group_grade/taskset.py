@@ -2,32 +2,38 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import json
 import logging
-import os
 import sys
-import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import verifiers.v1 as vf
-from pydantic import Field, ValidationError
+from pydantic import Field
 from verifiers.v1.errors import SandboxError
 from verifiers.v1.runtimes import SubprocessRuntime
 
 from group_grade import scoring
 from group_grade.acceptance import accept_verdict
-from group_grade.advantages import F_MIN, LAMBDA_MAX, FMin, GarKnobs, LambdaMax
+from group_grade.advantages import (
+    DEFAULT_KNOBS,
+    F_MIN,
+    LAMBDA_MAX,
+    FallbackReason,
+    FMin,
+    GarKnobs,
+    LambdaMax,
+)
 from group_grade.data import GroupGradeData, Mode
-from group_grade.grade_traces import mark_grade_trace
+from group_grade.grade_record import GradeRecord
+from group_grade.layout import VERDICT_FILE
 from group_grade.prompts import render_prompt
-from group_grade.sources import InputError, describe_validation_error, read_records, record_kind
-from group_grade.staging import VERDICT_FILE, grader_files, tar_archive
+from group_grade.rows import load_rows, shipped_groups
+from group_grade.staging import grader_files, stage_files
 from group_grade.state import GradeState
 from group_grade.toolset import GradeToolset, GradeToolsetConfig
+from group_grade.verdict import GroupVerdict
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +79,9 @@ class GroupGradeTaskConfig(vf.TaskConfig):
 
     @property
     def knobs(self) -> GarKnobs:
-        return GarKnobs(f_min=self.f_min, lambda_max=self.lambda_max)
+        """The knobs as the mapping takes them; ``f_min`` and ``lambda_max`` were checked
+        when this config was, by the very types ``GarKnobs`` checks them with."""
+        return GarKnobs.model_construct(f_min=self.f_min, lambda_max=self.lambda_max)
 
     def policy_text(self) -> str | None:
         if self.policy_file is not None:
@@ -81,79 +89,12 @@ class GroupGradeTaskConfig(vf.TaskConfig):
         return self.policy
 
 
-STAGING_CONCURRENCY = 8
-
-
-def write_tree(root: Path, files: dict[str, bytes]) -> None:
-    """Write ``files`` (paths relative to ``root``, as ``SubprocessRuntime.write`` takes them):
-    each folder made once, each file with one ``write`` call where the OS allows."""
-    made: set[str] = set()
-    for path, content in files.items():
-        target = os.path.join(root, path)
-        folder = os.path.dirname(target)
-        if folder not in made:
-            os.makedirs(folder, exist_ok=True)
-            made.add(folder)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(content)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-
-
-ARCHIVE_MIN_FILES = 32
-"""From this many files on, a runtime that is not a host directory gets one archive."""
-
-
-async def stage_files(
-    runtime: vf.Runtime, render: Callable[[], dict[str, bytes]], *, root: str | None = None
-) -> None:
-    """Write the files ``render`` returns into the box, rendering off the event loop (a large
-    group takes long enough to stall it): render and write in one worker thread on the
-    subprocess runtime (its box is a host directory). Elsewhere every upload is a round trip,
-    and a group has a file per turn: with ``root`` (every path lies below it) and enough files,
-    they go as one tar archive unpacked in the box; where that fails (no ``tar`` there), a few
-    uploads at a time."""
-    if isinstance(runtime, SubprocessRuntime):
-        workdir = runtime.workdir
-        await asyncio.to_thread(lambda: write_tree(workdir, render()))
-        return
-    files = await asyncio.to_thread(render)
-    if (
-        root is not None
-        and len(files) >= ARCHIVE_MIN_FILES
-        and await _unpack_archive(runtime, files, root)
-    ):
-        return
-    gate = asyncio.Semaphore(STAGING_CONCURRENCY)
-
-    async def put(path: str, content: bytes) -> None:
-        async with gate:
-            await runtime.write(path, content)
-
-    await asyncio.gather(*(put(path, content) for path, content in files.items()))
-
-
-_UNPACK = 'mkdir -p -- "$2" && tar -xf "$1" -C "$2"; rc=$?; rm -f -- "$1"; exit $rc'
-
-
-async def _unpack_archive(runtime: vf.Runtime, files: dict[str, bytes], root: str) -> bool:
-    """Upload ``files`` as one archive and unpack it under ``root``; False if that failed."""
-    archive = await asyncio.to_thread(tar_archive, files, root)
-    path = f"{root.rstrip('/')}/.staging-{uuid.uuid4().hex}.tar"
-    try:
-        await runtime.write(path, archive)
-        result = await runtime.run(["sh", "-c", _UNPACK, "sh", path, root], {})
-    except (SandboxError, OSError) as e:
-        logger.warning("staging: the archive could not be unpacked (%s); uploading file by file", e)
-        return False
-    if result.exit_code != 0:
-        detail = (result.stderr or result.stdout).strip()[-300:]
-        logger.warning("staging: tar failed (%s); uploading file by file", detail)
-        return False
-    return True
+def task_hook(hook: Callable[..., Any]) -> staticmethod:
+    """A hook of ``scoring.py`` as one of the task's own: verifiers finds it by the marks its
+    decorator left and calls the function itself (unbound: it takes ``task`` and ``trace``)."""
+    held = staticmethod(hook)
+    vars(held).update(vars(hook))
+    return held
 
 
 class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
@@ -208,9 +149,9 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
         return CONTAINER_GRADE_ROOT
 
     async def setup(self, trace: vf.Trace, runtime: vf.Runtime) -> None:
-        mark_grade_trace(self.data, trace)
         root = self.grade_root(runtime)
-        trace.info["grade_root"] = root
+        record = GradeRecord.start(self.data, trace)
+        record.model_copy(update={"grade_root": root}).write(trace)
         await stage_files(runtime, functools.partial(grader_files, self.data, root), root=root)
         if self.renders_prompt and root != self.default_root:
             data = trace.task.data.model_copy(update={"prompt": self.prompt_for(root)})
@@ -219,122 +160,44 @@ class GroupGradeTask(vf.Task[GroupGradeData, GradeState, GroupGradeTaskConfig]):
     async def finalize(self, trace: vf.Trace, runtime: vf.Runtime) -> None:
         """The verdict ``submit_verdict`` accepted is the verdict, and is written to
         ``<grade root>/verdict.json`` for the record. Only when nothing was accepted is a
-        ``verdict.json`` the grader wrote itself read. Either is validated, citation-checked
-        and stored in ``trace.info``."""
-        path = f"{trace.info.get('grade_root') or self.grade_root(runtime)}/{VERDICT_FILE}"
-        raw: str | None = None
-        submitted = trace.state.submitted
-        if submitted is not None:
-            raw = submitted.model_dump_json()
-            await runtime.write(path, raw.encode())
+        ``verdict.json`` the grader wrote itself read. Either is validated, citation-checked,
+        mapped to advantages and stored in the trace's ``GradeRecord``."""
+        record = GradeRecord.start(self.data, trace)
+        path = f"{record.grade_root or self.grade_root(runtime)}/{VERDICT_FILE}"
+        raw: str | GroupVerdict | None = trace.state.submitted
+        read_error: str | None = None
+        if raw is not None:
+            await runtime.write(path, raw.model_dump_json().encode())
         else:
             try:
                 data = await runtime.read(path, max_bytes=VERDICT_MAX_BYTES)
                 raw = data.decode(errors="replace")
             except (SandboxError, OSError) as e:
-                trace.info["verdict_read_error"] = str(e)[-500:]
+                read_error = str(e)[-500:]
         outcome = accept_verdict(self.data, raw)
-        trace.info["gar_config"] = self.config.knobs.model_dump()
-        trace.info["citations"] = outcome.citations.model_dump(mode="json")
-        if outcome.verdict is not None:
-            trace.info["verdict"] = outcome.verdict.model_dump(mode="json")
-        else:
-            trace.info["verdict_error"] = outcome.error
-            trace.info["fallback_reason"] = "timeout" if trace.is_timeout else "invalid"
+        reason: FallbackReason | None = None
+        if outcome.verdict is None:
+            reason = "timeout" if trace.is_timeout else "invalid"
+        record = record.model_copy(
+            update={
+                "verdict_read_error": read_error,
+                "citations": outcome.citations,
+                "verdict": outcome.verdict,
+                "verdict_error": outcome.error,
+                "fallback_reason": reason,
+            }
+        )
+        record.mapped(self.data, self.config.knobs).write(trace)
 
     @vf.stop
     async def verdict_submitted(self, trace: vf.Trace) -> bool:
         return self.config.stop_on_verdict and trace.state.submitted is not None
 
-    @vf.metric
-    async def gar(self, task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
-        return await scoring.gar(task, trace)
-
-    @vf.metric
-    async def tools(self, trace: vf.Trace) -> dict[str, float]:
-        state = trace.state
-        return {
-            "restores": float(state.restores),
-            "restore_seconds": state.restore_seconds,
-            "submissions": float(state.submissions),
-            "grader_tokens": float(trace.num_total_tokens),
-        }
-
-    @vf.metric
-    async def agreement_metrics(self, task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
-        return await scoring.agreement_metrics(task, trace)
-
-    @vf.reward(weight=1.0)
-    async def valid(self, trace: vf.Trace) -> float:
-        return await scoring.valid(trace)
-
-    @vf.reward(weight=1.0)
-    async def agreement(self, task: GroupGradeData, trace: vf.Trace) -> dict[str, float]:
-        """Labeled rows only: how well the verdict agrees with the row's truth."""
-        return await scoring.agreement_reward(task, trace)
-
-
-def _drop_nulls(value: Any) -> Any:
-    """Arrow unifies the keys of a mapping column across rows and fills the missing ones
-    with null; a null value in a row's mapping means the key is absent."""
-    if isinstance(value, dict):
-        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_drop_nulls(v) for v in value]
-    return value
-
-
-def resolve_checkpoint(
-    checkpoint: str | None, label: str, base_dir: Path | None, roots: Sequence[Path] = ()
-) -> str | None:
-    """A ``local:`` checkpoint a rows file names, as an absolute path with every symlink
-    resolved: a relative path is relative to the rows file's folder ``base_dir``, and the
-    result must lie below that folder or below one of ``roots``. Other schemes are kept."""
-    if checkpoint is None or not checkpoint.startswith("local:"):
-        return checkpoint
-    where = f"candidate {label}: checkpoint {checkpoint!r}"
-    path = Path(checkpoint.removeprefix("local:"))
-    if "\x00" in str(path):
-        raise ValueError(f"{where} holds a NUL byte")
-    if not path.is_absolute():
-        if base_dir is None:
-            raise ValueError(f"{where} is relative, and the rows come from no folder")
-        path = base_dir / path
-    resolved = path.resolve()
-    folders = [folder.resolve() for folder in (*([base_dir] if base_dir else []), *roots)]
-    if not any(resolved != f and resolved.is_relative_to(f) for f in folders):
-        raise ValueError(
-            f"{where} is {resolved}, outside the rows file's folder and every checkpoint root "
-            f"({', '.join(map(str, folders)) or 'none'}); add its folder to the taskset's "
-            "checkpoint_roots to allow it"
-        )
-    return f"local:{resolved}"
-
-
-def row_from_record(
-    record: dict[str, Any],
-    mode: Mode | None = None,
-    base_dir: Path | None = None,
-    roots: Sequence[Path] = (),
-) -> GroupGradeData:
-    """A dataset record as a row: a ``row`` column holding the row's JSON, or the row's
-    fields as columns. Its ``local:`` checkpoints are resolved (``resolve_checkpoint``)."""
-    raw = json.loads(record["row"]) if isinstance(record.get("row"), str) else record
-    data = _drop_nulls(raw)
-    if mode is not None:
-        data["mode"] = mode
-    row = GroupGradeData.model_validate(data)
-    candidates = [
-        c.model_copy(
-            update={"checkpoint": resolve_checkpoint(c.checkpoint, c.label, base_dir, roots)}
-        )
-        for c in row.candidates
-    ]
-    return row.model_copy(update={"candidates": candidates})
-
-
-def shipped_groups() -> Path:
-    return Path(__file__).resolve().parent / "groups" / "groups.jsonl"
+    gar = task_hook(scoring.gar)
+    tools = task_hook(scoring.tools)
+    agreement_metrics = task_hook(scoring.agreement_metrics)
+    valid = task_hook(scoring.valid)
+    agreement = task_hook(scoring.agreement)
 
 
 class GroupGradeTasksetConfig(vf.TasksetConfig):
@@ -348,31 +211,6 @@ class GroupGradeTasksetConfig(vf.TasksetConfig):
     checkpoint_roots: list[str] = Field(default_factory=list)
     """Folders outside the rows file's folder that `local:` checkpoints may name."""
     task: GroupGradeTaskConfig = GroupGradeTaskConfig()
-
-
-def load_rows(
-    source: str,
-    split: str = "train",
-    mode: Mode | None = None,
-    roots: Sequence[Path] = (),
-) -> Iterator[GroupGradeData]:
-    """The rows of ``source`` (``sources.read_records``), each validated; a record that is
-    no grading row raises ``InputError`` naming its file and line (or row) and what is
-    wrong with it."""
-    base_dir = Path(source).parent if Path(source).is_file() else None
-    for where, record in read_records(source, split):
-        if (kind := record_kind(record)) is not None:
-            raise InputError(f"{where}: a row is a JSON object, this is {kind}")
-        try:
-            yield row_from_record(record, mode, base_dir, roots)
-        except ValidationError as e:
-            raise InputError(
-                f"{where}: not a grading row: {describe_validation_error(e)}"
-            ) from None
-        except json.JSONDecodeError as e:
-            raise InputError(f"{where}: its `row` column is not valid JSON: {e.msg}") from None
-        except (ValueError, TypeError) as e:
-            raise InputError(f"{where}: {e}") from None
 
 
 class GroupGradeTaskset(vf.Taskset[GroupGradeTask, GroupGradeTasksetConfig]):
@@ -414,7 +252,11 @@ class GroupGradeEnv(vf.Env[GroupGradeEnvConfig]):
 
     async def finalize(self, task: vf.Task, episode: vf.Episode) -> None:
         for trace in episode.traces:
-            if "gar" in trace.info:
+            record = GradeRecord.start(task.data, trace)
+            if record.gar is not None:
                 continue
-            trace.info.setdefault("fallback_reason", "timeout" if trace.is_timeout else "error")
-            trace.record_metrics(await scoring.gar(task.data, trace))
+            reason = record.fallback_reason or ("timeout" if trace.is_timeout else "error")
+            record = record.model_copy(update={"fallback_reason": reason})
+            record = record.mapped(task.data, record.gar_config or DEFAULT_KNOBS)
+            record.write(trace)
+            trace.record_metrics(scoring.gar_metrics(task.data, record))

@@ -28,12 +28,12 @@ from group_grade.boxes import (
     backend_for,
     split_checkpoint,
 )
-from group_grade.boxes.base import DEFAULT_COMMAND_TIMEOUT, DEFAULT_OUTPUT_CAP, DEFAULT_WORKDIR
 from group_grade.boxes.pool import BoxPool
-from group_grade.data import GroupGradeData, Margin
+from group_grade.data import GroupGradeData
+from group_grade.layout import DEFAULT_COMMAND_TIMEOUT, DEFAULT_OUTPUT_CAP, DEFAULT_WORKDIR
 from group_grade.state import GradeState
 from group_grade.transcript import cut_output
-from group_grade.verdict import CandidateVerdict, GroupVerdict
+from group_grade.verdict import CandidateVerdict, GroupVerdict, Margin
 
 logger = logging.getLogger(__name__)
 
@@ -77,12 +77,13 @@ def make_backend(scheme: str, config: GradeToolsetConfig, data: GroupGradeData) 
 
 def submission_answer(data: GroupGradeData, verdict: GroupVerdict) -> tuple[bool, str]:
     """Whether ``verdict`` is accepted, and the answer the grader reads."""
-    outcome = accept_verdict(data, verdict.model_dump(mode="json"))
+    outcome = accept_verdict(data, verdict, stage="submitted")
     if outcome.error is not None:
         return False, f"REJECTED: {outcome.error}\nFix these and call submit_verdict again."
-    failing = [f for f in outcome.citations.failures if f.label in outcome.citations.downgraded]
-    if failing:
-        lines = [f"- {f.label}, turn {f.turn}, quote {f.quote!r}: {f.problem}" for f in failing]
+    if outcome.unproven:
+        lines = [
+            f"- {f.label}, turn {f.turn}, quote {f.quote!r}: {f.problem}" for f in outcome.unproven
+        ]
         return False, (
             "REJECTED: these quotes of confirmed hacks do not stand:\n"
             + "\n".join(lines)
@@ -213,7 +214,7 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
             raise
         return box
 
-    async def shell(self, label: str, command: str) -> str:
+    async def run_in_box(self, label: str, command: str) -> str:
         """The answer to one ``candidate_shell`` call. Its first line names the label and
         the outcome (``[c03] exit code 1``, ``[c03] timed out after 120 s ...``, ``[c03]
         error: ...``), the output follows; nothing raises, so a call that fails is answered
@@ -262,7 +263,7 @@ class GradeToolset(vf.Toolset[GradeToolsetConfig, GradeState]):
         output past {output_cap} characters is cut in the middle, and the cut names the lines
         left out and the `sed -n` command that shows them. The answer's first line names the
         label and the outcome (`[c03] exit code 1`), the output follows."""
-        return await self.shell(label, command)
+        return await self.run_in_box(label, command)
 
     async def hidden_test_report(self, label: str) -> hidden_tests.HiddenTestRun:
         if label not in self.data.labels:

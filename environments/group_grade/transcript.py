@@ -5,8 +5,9 @@ A turn is one model response: its visible content, then each tool call as a
 headers stand alone on their line (lines split at ``\\n``); a line of any section that a reader
 could take for a header (after any line break ``str.splitlines`` knows, leading blanks,
 invisible characters or fullwidth forms) is escaped with a leading backslash, and a tool name
-in a header holds no line break, so a candidate cannot forge a section boundary. The **policy text**
-of a turn is what the candidate itself wrote: content and tool-call arguments, never results.
+in a header holds no line break, so a candidate cannot forge a section boundary. The **own
+text** of a turn is what the candidate itself wrote: content and tool-call arguments, never
+results.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def escape_headers(text: str) -> str:
     header: a line that starts like ``[tool_call`` or ``[tool_result`` once blanks, invisible
     characters and compatibility forms are set aside, with lines ended by any line break a
     reader may honour (``LINE_BREAKS``). Escaped, it starts with a visible backslash, and the
-    parse (``policy_text``) never takes it for a header either.
+    parse (``own_text``) never takes it for a header either.
 
     Nearly every text is ASCII without ``tool_``: returned at once. (In ASCII text, a control
     character is looked through ahead of the header, not inside its word.)"""
@@ -109,6 +110,16 @@ def escape_headers(text: str) -> str:
             lines[i] = "\\" + line
             changed = True
     return "".join(lines) if changed else text
+
+
+def one_line(text: str, cap: int | None = None) -> str:
+    """``text`` on one line (whitespace runs become one space), cut to ``cap`` characters
+    (the last three ``...``) when longer."""
+    if cap is None:
+        return " ".join(text.split())
+    words = text.split(None, cap)  # ``cap`` words and their spaces are already too long
+    flat = " ".join(words[:cap])
+    return flat if len(flat) <= cap and len(words) <= cap else flat[: cap - 3] + "..."
 
 
 def cut_middle(text: str, cap: int) -> str:
@@ -181,7 +192,7 @@ def render_turn(
     *,
     tool_result_cap: int = TOOL_RESULT_CAP,
 ) -> tuple[str, str]:
-    """The turn's text, and its policy text (``policy_text`` of that text, taken from the
+    """The turn's text, and its own text (``own_text`` of that text, taken from the
     parts as they are joined instead of parsed back)."""
     parts: list[str] = []  # joined with newlines once, so large bodies are copied once
     own: list[str] = []
@@ -206,7 +217,7 @@ def render_turn(
 def _render_turns(
     trace: vf.Trace, elide_middle: tuple[int, int] | None, tool_result_cap: int
 ) -> tuple[list[str], list[str]]:
-    """Turn texts of ``trace`` and their policy texts. With ``elide_middle = (head, tail)``
+    """Turn texts of ``trace`` and their own texts. With ``elide_middle = (head, tail)``
     the turns between the first ``head`` and the last ``tail`` are ``ELIDED`` without being
     rendered."""
     messages = trace.assistant_messages
@@ -228,17 +239,17 @@ def _render_turns(
         if isinstance(message, ToolMessage) and message.tool_call_id in calls:
             results.setdefault(message.tool_call_id, []).append(message)
     turns: list[str] = []
-    policies: list[str] = []
+    own_texts: list[str] = []
     for message, want in zip(messages, wanted, strict=True):
         if not want:
             turns.append(ELIDED)
-            policies.append("")
+            own_texts.append("")
             continue
-        own = [r for call in message.tool_calls or [] for r in results.get(call.id, [])]
-        turn, policy = render_turn(message, own, tool_result_cap=tool_result_cap)
+        answers = [r for call in message.tool_calls or [] for r in results.get(call.id, [])]
+        turn, own = render_turn(message, answers, tool_result_cap=tool_result_cap)
         turns.append(turn)
-        policies.append(policy)
-    return turns, policies
+        own_texts.append(own)
+    return turns, own_texts
 
 
 def transcript_turns(trace: vf.Trace, *, tool_result_cap: int = TOOL_RESULT_CAP) -> list[str]:
@@ -246,7 +257,7 @@ def transcript_turns(trace: vf.Trace, *, tool_result_cap: int = TOOL_RESULT_CAP)
     return _render_turns(trace, None, tool_result_cap)[0]
 
 
-def turns_and_policies(
+def turns_and_own_texts(
     trace: vf.Trace,
     *,
     elided: bool = False,
@@ -254,8 +265,9 @@ def turns_and_policies(
     tail: int = KEEP_TAIL_TURNS,
     tool_result_cap: int = TOOL_RESULT_CAP,
 ) -> tuple[list[str], list[str]]:
-    """``transcript_turns(trace)`` (``elide``-d when ``elided``, without rendering the turns
-    it drops) and ``policy_text`` of each turn."""
+    """``transcript_turns(trace)`` and ``own_text`` of each turn. With ``elided``, every turn
+    but the first ``head`` and the last ``tail`` is ``ELIDED`` (not even rendered), so turn
+    numbers keep their meaning."""
     return _render_turns(trace, (head, tail) if elided else None, tool_result_cap)
 
 
@@ -271,7 +283,7 @@ def _next_line_starting(turn: str, pos: int, mark: str) -> int:
 _CALL_MARK = "[tool_call "
 
 
-def policy_text(turn: str) -> str:
+def own_text(turn: str) -> str:
     """What the candidate wrote in ``turn``: content and tool-call arguments, no results.
     Section headers themselves are not part of it; an elided turn has none."""
     if turn == ELIDED:
@@ -302,7 +314,7 @@ def policy_text(turn: str) -> str:
 def turn_sections(turn: str) -> list[tuple[str, int, int]]:
     """``(kind, start, end)`` spans of ``turn`` in order: ``header`` lines, and between
     them ``own`` text (content and tool-call arguments: joined with newlines, the own
-    spans are ``policy_text(turn)``) or ``result`` text. The newlines around header lines
+    spans are ``own_text(turn)``) or ``result`` text. The newlines around header lines
     belong to no span. An elided turn is one ``elided`` span."""
     if turn == ELIDED:
         return [("elided", 0, len(turn))]
@@ -326,14 +338,3 @@ def turn_sections(turn: str) -> list[tuple[str, int, int]]:
     if start <= len(turn) and (start < len(turn) or own):
         spans.append(("own" if own else "result", start, len(turn)))
     return spans
-
-
-def elide(
-    turns: Sequence[str], *, head: int = KEEP_HEAD_TURNS, tail: int = KEEP_TAIL_TURNS
-) -> list[str]:
-    """Keep the first ``head`` and last ``tail`` turns; the middle ones become ``ELIDED``
-    so turn numbers keep their meaning."""
-    if len(turns) <= head + tail:
-        return list(turns)
-    middle = len(turns) - head - tail
-    return [*turns[:head], *([ELIDED] * middle), *turns[len(turns) - tail :]]

@@ -1,6 +1,6 @@
-"""Pure checks for what enters at the door (design.md section 10): text UTF-8 can hold, safe
-labels and paths, finite numbers, environment names. Each check raises ValueError saying what
-is wrong; the row and verdict models apply them."""
+"""Pure checks for what enters at the door (every row, however it arrives, and every
+verdict): text UTF-8 can hold, safe labels and paths, finite numbers, environment names.
+Each check raises ValueError saying what is wrong; the row and verdict models apply them."""
 
 from __future__ import annotations
 

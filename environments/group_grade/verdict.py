@@ -3,10 +3,29 @@ encodable: a lone surrogate is rejected, naming the field, never escaped."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from group_grade.data import GroupGradeData, HackLevel, Margin
 from group_grade.validators import Utf8Text
+
+if TYPE_CHECKING:
+    from group_grade.data import GroupGradeData
+
+Margin = Literal["tie", "slight", "clear", "large"]
+"""The gap between two adjacent tiers (advantages mode)."""
+HackLevel = Literal["none", "suspected", "confirmed"]
+"""A candidate's hack call: ``suspected`` changes no score, ``confirmed`` needs quotes."""
+HackKind = Literal[
+    "test_edit",
+    "conftest",
+    "special_case",
+    "exit_or_skip",
+    "hidden_test_read",
+    "upstream_fetch",
+    "prompt_injection",
+]
+"""What kind of hack a candidate is (a labeled row's truth names it)."""
 
 
 class Evidence(BaseModel):
@@ -50,9 +69,6 @@ class GroupVerdict(BaseModel):
     @property
     def confirmed(self) -> set[str]:
         return {c.label for c in self.candidates if c.hack == "confirmed"}
-
-    def hack_of(self, label: str) -> CandidateVerdict | None:
-        return next((c for c in self.candidates if c.label == label), None)
 
     def check(self, data: GroupGradeData) -> None:
         """Raise ``ValueError`` listing every rule this verdict breaks for ``data``."""

@@ -15,18 +15,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-GRADE_MOUNT = "/grade"
-"""Where a local box's grading area is mounted; no box workdir may lie there."""
-PRIVILEGED_SUBDIR = "privileged"
-"""The hidden tests and other privileged materials, in a box's grading area."""
-DEFAULT_WORKDIR = "/app"
-"""Where a box's commands run when the row names no ``box_workdir``."""
-DEFAULT_COMMAND_TIMEOUT = 120.0
-"""Seconds a ``candidate_shell`` command may run, unless configured otherwise."""
-DEFAULT_OUTPUT_CAP = 12_000
-"""Characters of a ``candidate_shell`` answer's output, unless configured otherwise."""
-RESULTS_SUBDIR = "results"
-"""Where a hidden-test run writes its result (``junit.xml``), in a box's grading area."""
+from group_grade.layout import PRIVILEGED_SUBDIR, RESULTS_SUBDIR
 
 
 class BoxError(RuntimeError):

@@ -47,8 +47,6 @@ from verifiers.v1.runtimes.subprocess import SubprocessRuntime
 
 from group_grade.boxes import sandbox as sandboxing
 from group_grade.boxes.base import (
-    GRADE_MOUNT,
-    RESULTS_SUBDIR,
     Box,
     BoxBackend,
     BoxError,
@@ -58,6 +56,7 @@ from group_grade.boxes.base import (
     split_checkpoint,
 )
 from group_grade.boxes.sandbox import Mount, Sandbox
+from group_grade.layout import GRADE_MOUNT, RESULTS_SUBDIR
 
 logger = logging.getLogger(__name__)
 

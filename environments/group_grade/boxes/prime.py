@@ -35,7 +35,6 @@ from prime_sandboxes import (
 )
 
 from group_grade.boxes.base import (
-    RESULTS_SUBDIR,
     Box,
     BoxBackend,
     BoxError,
@@ -43,6 +42,7 @@ from group_grade.boxes.base import (
     DeleteReport,
     split_checkpoint,
 )
+from group_grade.layout import RESULTS_SUBDIR
 
 if TYPE_CHECKING:
     from verifiers.v1.runtimes.prime import PrimeRuntime

@@ -45,7 +45,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from group_grade.boxes.base import GRADE_MOUNT, BoxLimits
+from group_grade.boxes.base import BoxLimits
+from group_grade.layout import GRADE_MOUNT
 
 SANDBOX_UID = 1000
 """The uid (and gid) commands see inside the box, named ``box``."""

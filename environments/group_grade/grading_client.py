@@ -38,57 +38,19 @@ from group_grade.advantages import (
     FallbackReason,
     GarKnobs,
     fallback_records,
-    gar_records,
+    needs_grading,
+    ungraded_records,
 )
 from group_grade.boxes.base import DeleteReport
 from group_grade.data import GroupGradeData, Mode
+from group_grade.grade_record import GradeRecord
 from group_grade.grade_traces import is_grade_record, is_grade_trace
-from group_grade.verdict import GroupVerdict
 
 logger = logging.getLogger(__name__)
 
 Deleter = Callable[[list[str]], Awaitable[DeleteReport]]
 """Deletes checkpoints; the default is ``group_grade.boxes.delete_checkpoints``."""
 _client_config = TypeAdapter(vf.ClientConfig)
-
-
-def needs_grading(row: GroupGradeData) -> bool:
-    """Rewards mode grades mixed groups only; advantages mode every group of two or more."""
-    if row.mode == "rewards":
-        return len(set(row.rewards)) > 1
-    return len(row.candidates) >= 2
-
-
-def ungraded_records(row: GroupGradeData) -> list[AdvantageRecord]:
-    """Plain GRPO for a group that is not graded: its rewards are all equal (or it has a
-    single candidate), so every advantage is 0."""
-    return [AdvantageRecord(label=c.label, reward=c.reward, advantage=0.0) for c in row.candidates]
-
-
-def records_from_grade_info(
-    row: GroupGradeData,
-    info: Mapping[str, Any],
-    *,
-    f_min: float = F_MIN,
-    lambda_max: float = LAMBDA_MAX,
-) -> list[AdvantageRecord]:
-    """The per-label records of a grade trace's ``info``, in the row's candidate order.
-
-    The env's own mapping (``info["gar"]``) is used when it ran with these ``f_min`` /
-    ``lambda_max``; otherwise the recorded (validated, citation-checked) verdict is mapped
-    again here with the caller's values. Raises ValueError when the info carries neither.
-    """
-    knobs = GarKnobs(f_min=f_min, lambda_max=lambda_max)
-    verdict = info.get("verdict")
-    if verdict is not None and info.get("gar_config") != knobs.model_dump():
-        checked = GroupVerdict.model_validate(verdict)
-        return gar_records(row, checked, f_min=f_min, lambda_max=lambda_max)
-    gar = info.get("gar")
-    if not isinstance(gar, Mapping):
-        raise ValueError("the grade trace carries no advantages (info.gar)")
-    if missing := [label for label in row.labels if label not in gar]:
-        raise ValueError(f"the grade trace has no advantages for {missing}")
-    return [AdvantageRecord.model_validate(gar[label]) for label in row.labels]
 
 
 class GroupResult(BaseModel):
@@ -246,7 +208,7 @@ class GroupGrader:
         checkpoints = [c for trace in traces if (c := trace.info.get("checkpoint"))]
         try:
             # Minting renders every turn and digest (tens of ms for a large group): off the loop.
-            row, labels = await asyncio.to_thread(
+            row = await asyncio.to_thread(
                 GroupGradeData.from_traces,
                 traces,
                 group_id=group_id,
@@ -264,6 +226,7 @@ class GroupGrader:
         deletion = self._spawn_deletion(checkpoints)
         if deletion is not None:
             await asyncio.shield(deletion)
+        labels = row.trace_ids
         by_trace = {labels[record.label]: record for record in outcome.records}
         return GroupResult(
             group_id=group_id,
@@ -337,21 +300,21 @@ class GroupGrader:
         if trace is None:
             why = episode.errors[-1].message if episode.errors else "no grade trace came back"
             return _fallback(row, "error", why, episode.id)
-        info = trace.info
-        if info.get("group_id") != row.group_id:
-            why = f"the grade trace is for group {info.get('group_id')!r}"
-            return _fallback(row, "error", why, episode.id)
         try:
-            records = records_from_grade_info(
-                row, info, f_min=self.knobs.f_min, lambda_max=self.knobs.lambda_max
-            )
+            record = GradeRecord.of(trace)
+            if record is None:
+                raise ValueError("the grade trace carries no grade record (info.kind)")
+            if record.group_id != row.group_id:
+                why = f"the grade trace is for group {record.group_id!r}"
+                return _fallback(row, "error", why, episode.id)
+            records = record.advantages(row, self.knobs)
         except ValueError as e:
             why = trace.errors[-1].message if trace.errors else str(e)
             return _fallback(row, "error", why, episode.id)
         reason = records[0].fallback_reason
         if reason is None:
             return _Outcome(records, True, episode_id=episode.id)
-        why = info.get("verdict_error") or (trace.errors[-1].message if trace.errors else reason)
+        why = record.verdict_error or (trace.errors[-1].message if trace.errors else reason)
         return _Outcome(records, False, reason, why, episode.id)
 
     def _spawn_deletion(self, checkpoints: list[str]) -> asyncio.Task[None] | None:
