@@ -26,7 +26,7 @@ HackKind = Literal[
     "upstream_fetch",
     "prompt_injection",
 ]
-RESERVED_LABELS = frozenset({"task.md", "privileged", "verdict.json"})
+RESERVED_LABELS = frozenset({"task.md", "group.json", "privileged", "verdict.json"})
 """What the grader box holds beside the candidate folders (``staging.grader_files``)."""
 RESERVED_BOX_PATH = GRADE_MOUNT
 """Where privileged materials are mounted in a candidate box: no row may work there."""

@@ -18,6 +18,7 @@ from group_grade.digest import (
     render_turn_index,
     says_only_the_outcome,
 )
+from group_grade.manifest import MANIFEST_FILE, render_manifest
 
 VERDICT_FILE = "verdict.json"
 PRIVILEGED_DIR = "privileged"
@@ -97,6 +98,7 @@ def grader_files(data: GroupGradeData, grade_root: str) -> dict[str, bytes]:
             files[f"{base}/tests.txt"] = _utf8(c.test_output)
         for path, content in c.files.items():
             files[f"{base}/files/{safe_relative(path)}"] = _utf8(content)
+    files[f"{root}/{MANIFEST_FILE}"] = render_manifest(data, root, files)
     return files
 
 
