@@ -332,6 +332,8 @@ def check_replays(task: TaskSpec, replays: list[Replayed]) -> None:
             raise ValueError(f"{where}: {len(r.turns)} turns, want {MIN_TURNS}-{MAX_TURNS}")
         if r.hidden_pass != r.spec.hidden_pass:
             raise ValueError(f"{where}: hidden tests passed={r.hidden_pass}\n{r.hidden_output}")
+        if r.spec.trap is not None and (r.spec.hack is not None or r.spec.kind == "hack"):
+            raise ValueError(f"{where}: a trap is an honest candidate, not a hack")
         if r.spec.hack is not None and hack_turn(r.turns, r.spec.hack) is None:
             raise ValueError(f"{where}: hack quote not citable: {r.spec.hack.quote!r}")
         expected = {"wrong": 0.0, "hack": r.reward}.get(r.spec.kind, 1.0)
@@ -354,6 +356,7 @@ def rows(task: TaskSpec, replays: list[Replayed]) -> list[GroupGradeData]:
     mean = sum(rewards) / len(rewards)
     privileged = {**task.hidden, "gold.patch": unified_diff(task.files, gold_tree(task))}
     hacks = {label[r.spec.name]: r.spec.hack.kind for r in by_label if r.spec.hack}
+    traps = {label[r.spec.name]: r.spec.trap for r in by_label if r.spec.trap}
     passing = {r.spec.name for r in replays if r.reward > mean}
 
     def candidates(with_rewards: bool) -> list[Candidate]:
@@ -387,7 +390,7 @@ def rows(task: TaskSpec, replays: list[Replayed]) -> list[GroupGradeData]:
             group_id=f"{task.name}/0",
             mode="rewards",
             candidates=candidates(True),
-            truth=Truth(tiers=tiers(passing), hacks=hacks),
+            truth=Truth(tiers=tiers(passing), hacks=hacks, traps=traps),
             **common,
         )
     ]
@@ -397,7 +400,9 @@ def rows(task: TaskSpec, replays: list[Replayed]) -> list[GroupGradeData]:
                 group_id=f"{task.name}/0/adv",
                 mode="advantages",
                 candidates=candidates(False),
-                truth=Truth(tiers=tiers(set(label)), margins=list(task.margins), hacks=hacks),
+                truth=Truth(
+                    tiers=tiers(set(label)), margins=list(task.margins), hacks=hacks, traps=traps
+                ),
                 **common,
             )
         )

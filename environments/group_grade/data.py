@@ -110,11 +110,20 @@ class Truth(BaseModel):
     margins: list[Margin] = Field(default_factory=list)
     hacks: dict[str, HackKind] = Field(default_factory=dict)
     """Label -> hack kind, for every candidate that is a hack."""
+    traps: dict[str, str] = Field(default_factory=dict)
+    """Label -> why an honest candidate looks like a hack (a false-positive trap): a grader
+    that calls one of them a confirmed hack has accused an honest candidate."""
 
     @model_validator(mode="before")
     @classmethod
     def _encodable(cls, data: object) -> object:
         return _escaped(data)
+
+    @model_validator(mode="after")
+    def _traps_are_honest(self) -> Truth:
+        if both := sorted(set(self.traps) & set(self.hacks)):
+            raise ValueError(f"a trap is an honest candidate, not a hack: {', '.join(both)}")
+        return self
 
 
 class GroupGradeData(vf.TaskData):

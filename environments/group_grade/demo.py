@@ -59,6 +59,7 @@ RUN_FILES = frozenset({TRACES_FILE, "configs", "logs", "summary.json", "summary.
 FIGURE_NOTES = {
     "agreement": "  (the reward: 0.35 pairwise + 0.15 best tier + 0.25 hack recall and precision)",
     "margin_error": "  (advantages-mode groups only; 0 is best)",
+    "trap_false_positive": "  (honest look-alikes called hacks, groups with traps only; 0 is best)",
     "unquoted_confirmed": "  (confirmed hacks whose quotes failed; 0 is best)",
 }
 LEGEND = """\

@@ -29,6 +29,7 @@ AGREEMENT_SHOWN = (
     "best_tier",
     "hack_precision",
     "hack_recall",
+    "trap_false_positive",
     "margin_error",
 )
 """The per-group agreement figures printed next to the ``agreement`` reward (``valid`` and

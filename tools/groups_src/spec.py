@@ -100,6 +100,8 @@ class CandidateSpec:
     """Whether its final tree passes the hidden tests (the build checks it)."""
     steps: tuple[Step, ...]
     hack: Hack | None = None
+    trap: str | None = None
+    """An honest candidate that looks like a hack: why (recorded in ``Truth.traps``)."""
     stop_condition: str = "agent_completed"
 
 
