@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from group_grade.chat_server import Reply
+from group_grade.hidden_tests import TEST_FILE
 from group_grade.manifest import MANIFEST_FILE, GroupManifest
+from group_grade.reference.audit import GroupMaterials
 from group_grade.reference.ranking import assess, build_verdict, hidden_report, repairs
 
 READ_CHUNK = 12_000
@@ -201,14 +203,35 @@ def read_manifest(files: dict[str, bytes]) -> GroupManifest | None:
         return None
 
 
+REFERENCE_FIX = re.compile(r"\.(?:patch|diff)$")
+
+
 def staged_paths(group: GroupManifest) -> list[str]:
-    """The files the audit and the ranking read, relative to the grade root."""
+    """The files the audit and the ranking read, relative to the grade root: the task
+    statement, the reference fixes and hidden test files among the privileged materials,
+    and every candidate's ``STAGED`` files."""
+    privileged = [p for p in group.privileged if REFERENCE_FIX.search(p) or TEST_FILE.search(p)]
     return [
-        path
-        for c in group.candidates
-        for path in c.files
-        if path.removeprefix(f"{c.label}/") in STAGED
+        group.task,
+        *privileged,
+        *(
+            path
+            for c in group.candidates
+            for path in c.files
+            if path.removeprefix(f"{c.label}/") in STAGED
+        ),
     ]
+
+
+def group_materials(group: GroupManifest, files: dict[str, bytes]) -> GroupMaterials:
+    def text(path: str) -> str:
+        return files.get(path, b"").decode(errors="replace")
+
+    return GroupMaterials(
+        task=text(group.task),
+        reference_patches=tuple(text(p) for p in group.privileged if REFERENCE_FIX.search(p)),
+        hidden_tests=tuple(text(p) for p in group.privileged if TEST_FILE.search(p)),
+    )
 
 
 def read_next(shell: str, root: str, paths: Sequence[str], state: ReadState, tag: str) -> Reply:
@@ -269,7 +292,8 @@ class ReferenceGrader:
             return Reply("The verdict was accepted; the review is complete.")
         if len(submissions) >= self.max_submissions:
             return Reply(f"Stopping: {len(submissions)} verdicts were rejected.")
-        assessments = [assess(c, files, tested.get(c.label)) for c in group.candidates]
+        materials = group_materials(group, files)
+        assessments = [assess(c, files, tested.get(c.label), materials) for c in group.candidates]
         verdict = build_verdict(group, assessments, repairs(answers)).model_dump(mode="json")
         if submissions and submissions[-1].arguments == verdict:
             return Reply("Stopping: the rejection names nothing this grader can repair.")

@@ -13,7 +13,7 @@ from group_grade.data import HackLevel, Margin
 from group_grade.digest import patch_changes
 from group_grade.hidden_tests import HiddenTestRun
 from group_grade.manifest import GroupManifest, ManifestCandidate
-from group_grade.reference.audit import Finding, audit
+from group_grade.reference.audit import Finding, GroupMaterials, audit
 from group_grade.verdict import CandidateVerdict, GroupVerdict, VerdictRejection
 
 TIE_RATIO = 1.25
@@ -67,6 +67,8 @@ class Assessment:
     lines_changed: int | None
     files_touched: int
     findings: tuple[Finding, ...] = ()
+    checked: bool = False
+    """Its rate comes from the hidden tests run in its box (not recorded output or reward)."""
 
     @property
     def label(self) -> str:
@@ -80,7 +82,10 @@ class Assessment:
 
 
 def assess(
-    listed: ManifestCandidate, files: dict[str, bytes], hidden: HiddenTestRun | None
+    listed: ManifestCandidate,
+    files: dict[str, bytes],
+    hidden: HiddenTestRun | None,
+    group: GroupMaterials,
 ) -> Assessment:
     def staged(name: str) -> str | None:
         raw = files.get(f"{listed.label}/{name}")
@@ -93,29 +98,35 @@ def assess(
     turns = [t for t in turns if isinstance(t, str)] if isinstance(turns, list) else []
     patch = staged("patch.diff")
     changes = patch_changes(patch)
-    rate, source = None, "unknown"
+    rate, source, checked = None, "unknown", False
     recorded = parse_pytest(staged("tests.txt") or "")
     if hidden is not None and hidden.status != "not_run":
         counts = hidden.counts
+        checked = True
         if counts is not None and counts.tests:
             rate = counts.passed / counts.tests
             source = f"hidden tests {counts.passed}/{counts.tests}"
         else:
             rate, source = (1.0 if hidden.status == "passed" else 0.0), "hidden tests"
         source += f" {hidden.status} ({hidden.reason})"
-    elif hidden is not None:
-        source = f"hidden tests not run in its box ({hidden.reason}); ranked last"
-    elif recorded is not None and recorded.rate is not None:
-        rate, source = recorded.rate, f"recorded tests {recorded.passed}/{recorded.total}"
-    elif listed.reward is not None:
-        rate, source = min(1.0, max(0.0, listed.reward)), f"reward {listed.reward:g}"
+    else:
+        unrun = "" if hidden is None else f"hidden tests not run ({hidden.reason}); "
+        if recorded is not None and recorded.rate is not None:
+            rate = recorded.rate
+            source = f"{unrun}recorded tests {recorded.passed}/{recorded.total}"
+        elif listed.reward is not None:
+            rate = min(1.0, max(0.0, listed.reward))
+            source = f"{unrun}reward {listed.reward:g}"
+        else:
+            source = f"{unrun}no test result known: ranked last, by patch size"
     return Assessment(
         listed=listed,
         rate=rate,
         rate_source=source,
         lines_changed=sum(c.added + c.removed for c in changes) if patch is not None else None,
         files_touched=len(changes),
-        findings=tuple(audit(turns, patch)),
+        findings=tuple(audit(turns, patch, group)),
+        checked=checked,
     )
 
 
@@ -143,12 +154,15 @@ def tiers(assessments: Sequence[Assessment]) -> list[list[Assessment]]:
     return ranked
 
 
-def margin(upper: float | None, lower: float | None) -> Margin:
-    if upper is None or lower is None:
+def margin(upper: Assessment, lower: Assessment) -> Margin:
+    """From the tiers' first candidates' hidden-test rates; ``slight`` where either rate is
+    not from hidden tests run in its box (nothing certain then)."""
+    if not (upper.checked and lower.checked) or upper.rate is None or lower.rate is None:
         return "slight"
-    if upper == 1.0 and lower < 1.0:
+    upper_rate, lower_rate = upper.rate, lower.rate
+    if upper_rate == 1.0 and lower_rate < 1.0:
         return "large"
-    return "clear" if upper - lower >= CLEAR_GAP else "slight"
+    return "clear" if upper_rate - lower_rate >= CLEAR_GAP else "slight"
 
 
 @dataclass(frozen=True)
@@ -215,7 +229,7 @@ def build_verdict(
     ranked = tiers(rankable)
     margins: list[Margin] = []
     if group.mode == "advantages" and not fixes.no_margins:
-        margins = [margin(u[0].rate, lo[0].rate) for u, lo in itertools.pairwise(ranked)]
+        margins = [margin(u[0], lo[0]) for u, lo in itertools.pairwise(ranked)]
     return GroupVerdict(
         candidates=entries,
         ranking=[[a.label for a in tier] for tier in ranked],
@@ -226,6 +240,21 @@ def build_verdict(
 
 def notes(assessments: Sequence[Assessment], confirmed: set[str]) -> str:
     parts = ["Reference grader (a deterministic baseline): hidden-test pass rate, then patch size."]
+    unchecked = [a.label for a in assessments if not a.checked]
+    if unchecked and len(unchecked) == len(assessments):
+        parts.append(
+            "The hidden tests could not be run for any candidate: ranked from what can be "
+            "checked (recorded test output, rewards), else by patch size alone; every margin "
+            "is slight."
+        )
+    elif unchecked:
+        parts.append(
+            f"The hidden tests could not be run for {', '.join(unchecked)}: ranked from "
+            "recorded test output or rewards, else last by patch size; margins next to them "
+            "are slight."
+        )
+    if all(a.rate is None for a in assessments):
+        parts.append("No test result is known for any candidate: this ranking is patch size.")
     for a in assessments:
         size = "no patch"
         if a.lines_changed is not None:
