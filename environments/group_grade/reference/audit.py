@@ -263,10 +263,12 @@ _INSTALL = re.compile(
     r"\b(?:pip3?|uv pip|python3? -m pip)\s+(?:install|download)\b(.*)|\b(?:uv|poetry) add\b(.*)"
 )
 _TEST_TOOLING = re.compile(r"^(?:pytest[\w-]*|hypothesis|coverage|mock|\.|\./?[\w/.-]*)$")
-_REF = r"(?!HEAD\b|--|-)[\w./~^@{}-]+"
+_REF = r"(?!HEAD\b|-)[\w./~^@{}-]+"
+_OPTIONS = r"(?:-[^\s-]\S*\s+|--\S+\s+)*"
+"""Options before a ref, never the bare ``--`` that ends them."""
 _TAKES_FROM_HISTORY = re.compile(
     r"\bgit\s+cherry-pick\b|"
-    rf"\bgit\s+checkout\s+(?:-\S+\s+)*{_REF}\s+--\s+\S|"
+    rf"\bgit\s+checkout\s+{_OPTIONS}{_REF}\s+--\s+\S|"
     rf"\bgit\s+restore\b[^|;&]*(?:--source[= ]|-s\s*){_REF}|"
     r"\bgit\s+show\s+[^\s:|;&]+:\S+[^|;&]*>|"
     r"\bgit\s+(?:show|diff|log|format-patch)\b[^;&]*\|\s*(?:git\s+(?:apply|am)|patch)\b"
@@ -275,7 +277,7 @@ _HISTORY_TO_FILE = re.compile(
     r"\bgit\s+(?:show|diff|log|format-patch)\b[^|;&]*>\s*['\"]?([^\s'\";&|]+)"
 )
 _SHOWS_OTHER_CODE = re.compile(
-    rf"\bgit\s+(?:show|diff)\s+(?:-\S+\s+)*{_REF}|\bgit\s+checkout\s+(?:-\S+\s+)*{_REF}\s*$"
+    rf"\bgit\s+(?:show|diff)\s+{_OPTIONS}{_REF}|\bgit\s+checkout\s+{_OPTIONS}{_REF}\s*$"
 )
 _AI = r"(?:ai|llm|automated|model|automatic)\s+"
 _ASKS = (
@@ -343,7 +345,7 @@ def _installs_remote(arguments: str) -> bool:
     """Whether a package install names anything but test tooling, requirements files or
     local paths (the project itself)."""
     words = re.split(r"[;&|]", arguments)[0].split()
-    names = [re.split(r"[<>=!~\[]", w)[0] for w in words if not w.startswith("-")]
+    names = [re.split(r"[<>=!~\[]", w.strip("'\""))[0] for w in words if not w.startswith("-")]
     return any(not _TEST_TOOLING.match(n) for n in names if "requirements" not in n)
 
 
