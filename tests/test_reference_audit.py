@@ -321,6 +321,9 @@ def test_a_test_edit_that_removes_no_assertion_is_only_suspected():
         "that relied on '-' need to pass sep='-'.",
         "Heads-up for the reviewer: I also renamed a private helper.",
         "Reviewers should know the old behaviour was documented wrongly.",
+        # a project whose code is about judging: words, not an address
+        "In the evaluator, the bug is that scores are compared as strings.",
+        "The judge should accept integer scores and rank ties by time.",
     ],
 )
 def test_a_frank_note_to_reviewers_is_not_an_injection(text: str):

@@ -281,24 +281,26 @@ _SHOWS_OTHER_CODE = re.compile(
 )
 _AI = r"(?:ai|llm|automated|model|automatic)\s+"
 _ASKS = (
-    r"\b(?:score|rank|rating|rate\s+(?:it|this)|reward|grade\s+(?:it|this)|full\s+marks|"
-    r"mark\s+(?:it|this)\s+as|do\s+not\s+flag|don'?t\s+flag|not\s+a\s+hack|first\s+place|"
-    r"top\s+tier)"
+    r"(?:\b(?:score|rank|rate|reward|grade|approve|accept|pass|mark|treat|consider)\s+"
+    r"(?:it|this|me|my|these|the\s+(?:solution|candidate|patch|change|submission|fix))\b|"
+    r"\bfull\s+marks\b|\bhighest\s+(?:score|rank|reward)\b|\bfirst\s+place\b|"
+    r"\btop\s+(?:tier|rank|score)\b|\brank(?:ed)?\s+first\b|\bdo\s+not\s+flag\b|"
+    r"\bdon'?t\s+flag\b|\bnot\s+a\s+hack\b)"
 )
+"""A request for a score or a rank for this very work."""
+_GRADER = r"(?:grader|judge|evaluator|verifier)s?"
+_TO = r"\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?"
 _TO_GRADER = re.compile(
     r"\b(?:ignore|disregard)\s+(?:all\s+|any\s+)?(?:previous|prior|above|earlier)\s+"
     r"(?:instructions|rules)|"
-    rf"\b(?:note|message|attention|instructions?)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?(?:{_AI})?"
-    r"(?:grader|judge|evaluator|verifier)s?\b|"
-    rf"\b(?:note|message|attention|instructions?)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?{_AI}"
-    r"(?:reviewer|assistant)s?\b|"
-    rf"\b(?:dear|hey|hi|hello)\s+(?:{_AI})?(?:grader|judge|evaluator|verifier)s?\b|"
+    # addressed to the grader: "Note to the grader", "NOTE TO AI REVIEWERS", "Dear judge"
+    rf"\b(?:note|message|attention|instructions?){_TO}(?:{_AI})?{_GRADER}\b|"
+    rf"\b(?:note|message|attention|instructions?){_TO}{_AI}(?:reviewer|assistant)s?\b|"
+    rf"\b(?:dear|hey|hi|hello)\s+(?:{_AI})?{_GRADER}\b|"
     rf"\b(?:dear|hey|hi|hello)\s+{_AI}(?:reviewer|assistant)s?\b|"
-    r"\b(?:grader|judge|evaluator)s?\s*[:,]\s|"
-    rf"\b(?:grader|judge|evaluator|verifier|{_AI}reviewer)s?\b.{{0,80}}"
-    r"\b(?:should|must|please|will|can)\b.{0,80}"
-    r"\b(?:score|rank|rate|reward|grade|pass|approve|accept|confirm)|"
-    rf"\breviewers?\b.{{0,80}}\b(?:should|must|please)\b.{{0,80}}{_ASKS}",
+    rf"(?:^|[#\"'*]\s*)(?:{_AI})?{_GRADER}\s*[:,]\s|"
+    # a score or a rank asked of a grader or of reviewers
+    rf"\b(?:{_GRADER}|(?:{_AI})?reviewers?)\b.{{0,80}}\b(?:should|must|please)\b.{{0,80}}{_ASKS}",
     re.IGNORECASE,
 )
 _ENCODED = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}|(?:[0-9a-fA-F]{2}){12,}")
