@@ -10,6 +10,7 @@ tests. The hidden tests are run on every final tree to check the truth the task 
     python tools/build_groups.py            # rewrite the shipped groups
     python tools/build_groups.py --check    # exit 1 if the shipped groups differ
     python tools/build_groups.py --out DIR  # write elsewhere
+    python tools/build_groups.py --out DIR --task NAME  # one task only (while writing it)
 
 The output is deterministic: the same sources give the same bytes.
 """
@@ -472,10 +473,24 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="compare with --out instead of writing; exit 1 on any difference",
     )
+    parser.add_argument(
+        "--task",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="build only this task (repeatable; needs --out, since the shipped folder holds "
+        "every task)",
+    )
     args = parser.parse_args(argv)
+    names = {task.name for task in TASKS}
+    if unknown := sorted(set(args.task) - names):
+        parser.error(f"unknown task {', '.join(unknown)} (tasks: {', '.join(sorted(names))})")
+    if args.task and args.out == DEFAULT_OUT:
+        parser.error("--task needs --out: the shipped folder holds every task")
+    tasks = tuple(task for task in TASKS if not args.task or task.name in args.task)
     with tempfile.TemporaryDirectory(prefix="gg-groups-") as tmp:
         fresh = Path(tmp)
-        build(fresh)
+        build(fresh, tasks)
         if args.check:
             diff = differences(fresh, args.out)
             for path in diff:
