@@ -23,6 +23,8 @@ MAX_FRAGMENT = 2000
 """Characters of one line parsed on its own (longer lines are skipped)."""
 _WORD = re.compile(r"[A-Za-z_]+")
 _BACKTICKS = re.compile(r"`([^`\n]+)`")
+_LITERAL_CHAR = re.compile(r"['\"0-9]")
+"""A line without a quote or a digit holds no literal worth parsing."""
 _MISSING = object()
 
 
@@ -100,7 +102,7 @@ def line_fragments(line: str) -> Iterator[ast.AST]:
     """``line`` parsed on its own: as it is, as a block header (``if ...:``), as a dict entry
     or a list item; the first that parses."""
     code = line.strip()
-    if not code or len(code) > MAX_FRAGMENT:
+    if not code or len(code) > MAX_FRAGMENT or _LITERAL_CHAR.search(code) is None:
         return
     body = code.rstrip(",")
     for attempt in (code, f"{code} pass", f"{{{body}}}", f"[{body}]", f"({body})"):
