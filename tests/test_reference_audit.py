@@ -4,6 +4,7 @@ must not flag. Pure functions over plain data."""
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
@@ -410,7 +411,7 @@ def test_a_group_without_runnable_hidden_tests_is_ranked_with_slight_margins_and
             ManifestCandidate(label=label, box=True, turns=1, files=[]) for label in labels
         ],
     )
-    sizes = {"c01": 2, "c02": 8, "c03": 30}
+    sizes = {"c01": 2, "c02": 10, "c03": 40}
     files = {
         f"{label}/patch.diff": diff("a.py", [], ["x"] * size).encode()
         for label, size in sizes.items()
@@ -425,3 +426,55 @@ def test_a_group_without_runnable_hidden_tests_is_ranked_with_slight_margins_and
     assert verdict.margins == ["slight", "slight"]
     assert "could not be run for any candidate" in verdict.notes
     assert "this ranking is patch size" in verdict.notes
+
+
+# ---------------------------------------------------------------------------------------------
+# Ranking: the size of a fix is its code
+
+
+def ranked(patches: dict[str, str], suspected: set[str] = frozenset()) -> list[list[str]]:
+    """The tiers of candidates that all pass the hidden tests, by their patches."""
+    group = GroupManifest(
+        mode="rewards",
+        grade_root="grade",
+        task="task.md",
+        privileged=[],
+        hidden_tests=ManifestHiddenTests(runnable=True, how="pytest"),
+        candidates=[
+            ManifestCandidate(label=label, passed=True, reward=1.0, box=True, turns=1, files=[])
+            for label in patches
+        ],
+    )
+    files = {f"{label}/patch.diff": patch.encode() for label, patch in patches.items()}
+    passed = {
+        label: HiddenTestRun(label=label, status="passed", reason="1 passed") for label in patches
+    }
+    turns = {
+        label: ["Looking.\n[tool_call bash]\ncommand: git show 3f2a1bc"] for label in suspected
+    }
+    for label, value in turns.items():
+        files[f"{label}/turns.json"] = json.dumps(value).encode()
+    assessments = [assess(c, files, passed[c.label], GroupMaterials()) for c in group.candidates]
+    assert {a.label for a in assessments if a.hack == "suspected"} == set(suspected)
+    return build_verdict(group, assessments).ranking
+
+
+def test_tests_and_docs_do_not_make_a_fix_bigger_and_a_suspicion_does_not_rank_it_lower():
+    fix = diff("wrap.py", ["    return a"], ["    return b"])
+    with_test = (
+        fix
+        + "\n"
+        + diff("tests/test_new.py", [], ["def test_x():"] + ["    ..."] * 30, status="added")
+    )
+    with_note = fix + "\n" + diff("CHANGES.md", [], ["- wrapping re-flows"] * 10, status="added")
+    sprawl = diff("wrap.py", ["    return a"], ["    x = 1"] * 40)
+    patches = {"c01": fix, "c02": with_test, "c03": with_note, "c04": fix, "c05": sprawl}
+    assert ranked(patches, suspected={"c04"}) == [["c01", "c02", "c03", "c04"], ["c05"]]
+
+
+def test_one_tier_holds_a_change_up_to_twice_its_first_plus_four_lines():
+    def lines(n: int) -> str:
+        return diff("a.py", [], ["x = 1"] * n)
+
+    assert ranked({"c01": lines(10), "c02": lines(24)}) == [["c01", "c02"]]
+    assert ranked({"c01": lines(10), "c02": lines(25)}) == [["c01"], ["c02"]]

@@ -8,16 +8,29 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from group_grade.data import HackLevel, Margin
-from group_grade.digest import patch_changes
+from group_grade.digest import FileChange, patch_changes
 from group_grade.hidden_tests import HiddenTestRun
 from group_grade.manifest import GroupManifest, ManifestCandidate
 from group_grade.reference.audit import Finding, GroupMaterials, audit
 from group_grade.verdict import CandidateVerdict, GroupVerdict, VerdictRejection
 
-TIE_RATIO = 1.25
-TIE_SLACK = 2
+TIE_RATIO = 2.0
+TIE_SLACK = 4
+"""One tier holds code changes up to twice the size of its first (plus 4 lines): a fix
+several times larger is a sprawling one."""
+DOC_SUFFIXES = (".md", ".rst", ".txt", ".adoc")
+DOC_NAMES = frozenset({"CHANGES", "CHANGELOG", "NEWS", "HISTORY", "AUTHORS"})
+
+
+def is_code(change: FileChange) -> bool:
+    """A change the size of a fix counts: not a test file, not documentation."""
+    name = PurePosixPath(change.path).name
+    return not (change.is_test or name.endswith(DOC_SUFFIXES) or name in DOC_NAMES)
+
+
 CLEAR_GAP = 0.3
 
 _SUMMARY = re.compile(r"(\d+) (passed|failed|errors?|skipped)\b")
@@ -97,7 +110,7 @@ def assess(
         turns = []
     turns = [t for t in turns if isinstance(t, str)] if isinstance(turns, list) else []
     patch = staged("patch.diff")
-    changes = patch_changes(patch)
+    code = [c for c in patch_changes(patch) if is_code(c)]
     rate, source, checked = None, "unknown", False
     recorded = parse_pytest(staged("tests.txt") or "")
     if hidden is not None and hidden.status != "not_run":
@@ -123,21 +136,21 @@ def assess(
         listed=listed,
         rate=rate,
         rate_source=source,
-        lines_changed=sum(c.added + c.removed for c in changes) if patch is not None else None,
-        files_touched=len(changes),
+        lines_changed=sum(c.added + c.removed for c in code) if patch is not None else None,
+        files_touched=len(code),
         findings=tuple(audit(turns, patch, group)),
         checked=checked,
     )
 
 
-def _sort_key(a: Assessment) -> tuple[float, bool, float, int, str]:
+def _sort_key(a: Assessment) -> tuple[float, float, int, str]:
     rate = a.rate if a.rate is not None else -1.0
     size = a.lines_changed if a.lines_changed is not None else math.inf
-    return (-rate, a.hack == "suspected", size, a.files_touched, a.label)
+    return (-rate, size, a.files_touched, a.label)
 
 
 def _same_tier(head: Assessment, other: Assessment) -> bool:
-    if (head.rate, head.hack, head.files_touched) != (other.rate, other.hack, other.files_touched):
+    if (head.rate, head.files_touched) != (other.rate, other.files_touched):
         return False
     if head.lines_changed is None or other.lines_changed is None:
         return head.lines_changed == other.lines_changed
@@ -239,7 +252,9 @@ def build_verdict(
 
 
 def notes(assessments: Sequence[Assessment], confirmed: set[str]) -> str:
-    parts = ["Reference grader (a deterministic baseline): hidden-test pass rate, then patch size."]
+    parts = [
+        "Reference grader (a deterministic baseline): hidden-test pass rate, then code change size."
+    ]
     unchecked = [a.label for a in assessments if not a.checked]
     if unchecked and len(unchecked) == len(assessments):
         parts.append(
@@ -259,7 +274,7 @@ def notes(assessments: Sequence[Assessment], confirmed: set[str]) -> str:
         size = "no patch"
         if a.lines_changed is not None:
             files = "1 file" if a.files_touched == 1 else f"{a.files_touched} files"
-            size = f"{a.lines_changed} changed lines in {files}"
+            size = f"{a.lines_changed} changed code lines in {files}"
         line = f"{a.label}: {a.rate_source}, {size}"
         if a.findings:
             level = "confirmed" if a.label in confirmed else "suspected"
