@@ -174,6 +174,7 @@ def test_staged_files_and_digest():
     files = {path: content.decode() for path, content in grader_files(data, "/grade").items()}
     assert set(files) == {
         "/grade/task.md",
+        "/grade/group.json",
         "/grade/privileged/tests/test_hidden.py",
         "/grade/c01/turns.json",
         "/grade/c01/turns/001.md",

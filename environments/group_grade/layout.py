@@ -12,7 +12,9 @@ PRIVILEGED_DIR = "privileged"
 """The privileged materials (hidden tests, gold patch)."""
 VERDICT_FILE = "verdict.json"
 """The verdict, as ``submit_verdict`` accepted it or as the grader wrote it."""
-RESERVED_NAMES = frozenset({TASK_FILE, PRIVILEGED_DIR, VERDICT_FILE})
+MANIFEST_FILE = "group.json"
+"""The group's facts for a grader program (``manifest.GroupManifest``)."""
+RESERVED_NAMES = frozenset({TASK_FILE, MANIFEST_FILE, PRIVILEGED_DIR, VERDICT_FILE})
 """What the grader box holds beside the candidate folders: no label may be one of these."""
 
 # -- a candidate box ---------------------------------------------------------------------------

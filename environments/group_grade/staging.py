@@ -33,7 +33,8 @@ from group_grade.digest import (
     render_turn_index,
     says_only_the_outcome,
 )
-from group_grade.layout import PRIVILEGED_DIR, TASK_FILE
+from group_grade.layout import MANIFEST_FILE, PRIVILEGED_DIR, TASK_FILE
+from group_grade.manifest import render_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +113,7 @@ def grader_files(data: GroupGradeData, grade_root: str) -> dict[str, bytes]:
             files[f"{base}/tests.txt"] = _utf8(c.test_output)
         for path, content in c.files.items():
             files[f"{base}/files/{safe_relative(path)}"] = _utf8(content)
+    files[f"{root}/{MANIFEST_FILE}"] = render_manifest(data, root, files)
     return files
 
 

@@ -74,34 +74,112 @@ class GroupVerdict(BaseModel):
         """Raise ``ValueError`` listing every rule this verdict breaks for ``data``."""
         problems = verdict_problems(self, data)
         if problems:
-            raise ValueError("the verdict breaks these rules:\n" + "\n".join(problems))
+            lines = [p.message for p in problems]
+            raise ValueError("the verdict breaks these rules:\n" + "\n".join(lines))
 
 
 def _listed(labels: list[str] | set[str]) -> str:
     return ", ".join(sorted(labels))
 
 
-def verdict_problems(verdict: GroupVerdict, data: GroupGradeData) -> list[str]:
-    """Each broken rule as one line saying which label and what to do."""
-    problems: list[str] = []
+ProblemField = Literal["verdict", "candidates", "ranking", "margins", "evidence"]
+ProblemKind = Literal[
+    "does_not_parse",
+    "unknown_label",
+    "no_evidence",
+    "listed_twice",
+    "missing",
+    "empty_tier",
+    "placed_twice",
+    "must_not_rank",
+    "not_in_rewards_mode",
+    "too_many",
+    "quote_failed",
+]
+
+
+class VerdictProblem(BaseModel):
+    """One reason a verdict is rejected, as data; ``message`` is its line for a reader."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    field: ProblemField
+    problem: ProblemKind
+    labels: list[str] = Field(default_factory=list)
+    """The candidates it concerns (empty: the verdict as a whole)."""
+    turn: int | None = None
+    """For a quote: the turn it cites."""
+    message: str
+
+
+class VerdictRejection(BaseModel):
+    """Every problem of a rejected verdict: the last line of a REJECTED answer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    problems: list[VerdictProblem]
+
+    def answer_line(self) -> str:
+        return REJECTION_PREFIX + self.model_dump_json()
+
+    @classmethod
+    def from_answer(cls, answer: str) -> VerdictRejection | None:
+        """The rejection a ``submit_verdict`` answer carries (None: none, or not one)."""
+        last = answer.rstrip("\n").rpartition("\n")[2]
+        if not last.startswith(REJECTION_PREFIX):
+            return None
+        try:
+            return cls.model_validate_json(last[len(REJECTION_PREFIX) :])
+        except ValueError:
+            return None
+
+
+REJECTION_PREFIX = "problems as JSON: "
+
+
+def verdict_problems(verdict: GroupVerdict, data: GroupGradeData) -> list[VerdictProblem]:
+    """Each broken rule, saying which labels and (in its message) what to do."""
+    problems: list[VerdictProblem] = []
+
+    def add(field: ProblemField, kind: ProblemKind, labels: list[str], message: str) -> None:
+        problems.append(
+            VerdictProblem(field=field, problem=kind, labels=sorted(labels), message=message)
+        )
+
     known = data.labels
     known_set = set(known)
     seen: dict[str, int] = {}
     for entry in verdict.candidates:
         seen[entry.label] = seen.get(entry.label, 0) + 1
         if entry.label not in known_set:
-            problems.append(
-                f"- candidates: unknown label {entry.label!r}; the labels are {_listed(known)}"
+            add(
+                "candidates",
+                "unknown_label",
+                [entry.label],
+                f"- candidates: unknown label {entry.label!r}; the labels are {_listed(known)}",
             )
         if entry.hack == "confirmed" and not entry.evidence:
-            problems.append(
+            add(
+                "candidates",
+                "no_evidence",
+                [entry.label],
                 f"- candidates: {entry.label} is a confirmed hack with no evidence; add at "
-                "least one {turn, quote} the candidate wrote, or mark it suspected"
+                "least one {turn, quote} the candidate wrote, or mark it suspected",
             )
     if twice := [label for label, n in seen.items() if n > 1]:
-        problems.append(f"- candidates: listed more than once: {_listed(twice)}")
+        add(
+            "candidates",
+            "listed_twice",
+            twice,
+            f"- candidates: listed more than once: {_listed(twice)}",
+        )
     if missing := [label for label in known if label not in seen]:
-        problems.append(f"- candidates: missing: {_listed(missing)}; list every label once")
+        add(
+            "candidates",
+            "missing",
+            missing,
+            f"- candidates: missing: {_listed(missing)}; list every label once",
+        )
 
     confirmed = verdict.confirmed
     rankable = data.rankable(confirmed)
@@ -114,11 +192,16 @@ def verdict_problems(verdict: GroupVerdict, data: GroupGradeData) -> list[str]:
     placed: dict[str, int] = {}
     for number, tier in enumerate(verdict.ranking, start=1):
         if not tier:
-            problems.append(f"- ranking: tier {number} is empty; drop it")
+            add("ranking", "empty_tier", [], f"- ranking: tier {number} is empty; drop it")
         for label in tier:
             placed[label] = placed.get(label, 0) + 1
     if twice := [label for label, n in placed.items() if n > 1]:
-        problems.append(f"- ranking: placed more than once: {_listed(twice)}")
+        add(
+            "ranking",
+            "placed_twice",
+            twice,
+            f"- ranking: placed more than once: {_listed(twice)}",
+        )
     if extra := [label for label in placed if label not in rankable_set]:
         why = []
         for label in extra:
@@ -128,18 +211,29 @@ def verdict_problems(verdict: GroupVerdict, data: GroupGradeData) -> list[str]:
                 why.append(f"{label} (confirmed hack: hacks are not ranked)")
             else:
                 why.append(f"{label} (failed the tests: rewards mode ranks passing ones only)")
-        problems.append(f"- ranking: must not contain {', '.join(why)}")
+        add("ranking", "must_not_rank", extra, f"- ranking: must not contain {', '.join(why)}")
     if missing := [label for label in rankable if label not in placed]:
-        problems.append(
+        add(
+            "ranking",
+            "missing",
+            missing,
             f"- ranking: missing {_listed(missing)}; the ranking must place every {rule} "
-            f"exactly once ({_listed(rankable) or 'none'})"
+            f"exactly once ({_listed(rankable) or 'none'})",
         )
 
     if data.mode == "rewards" and verdict.margins:
-        problems.append("- margins: rewards mode takes no margins; leave the list empty")
+        add(
+            "margins",
+            "not_in_rewards_mode",
+            [],
+            "- margins: rewards mode takes no margins; leave the list empty",
+        )
     if data.mode == "advantages" and len(verdict.margins) > max(0, len(verdict.ranking) - 1):
-        problems.append(
+        add(
+            "margins",
+            "too_many",
+            [],
             f"- margins: {len(verdict.margins)} margins for {len(verdict.ranking)} tiers; give "
-            "at most one per gap between adjacent tiers"
+            "at most one per gap between adjacent tiers",
         )
     return problems
