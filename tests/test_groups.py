@@ -21,7 +21,7 @@ from group_grade.citations import quote_found
 from group_grade.data import GroupGradeData, HackKind
 from group_grade.verdict import Evidence
 from tools import build_groups
-from tools.build_groups import TASKS, TaskSpec
+from tools.build_groups import HELDOUT_TASKS, TASKS, TaskSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUPS = build_groups.DEFAULT_OUT
@@ -188,3 +188,22 @@ def test_every_box_holds_the_original_project_plus_the_candidate_patch(tmp_path:
         for c in row.candidates
     ]
     assert all(parallel(check, jobs))
+
+
+def test_the_held_out_tasks_are_sound_and_not_shipped(tmp_path: Path) -> None:
+    """The held-out tasks (the reference grader's unseen exam) stay out of the shipped rows,
+    and their specs hold: hidden and visible tests fail on the original, pass with the gold."""
+    shipped = {row.group_id.split("/")[0] for row in ROWS}
+    assert {task.name for task in HELDOUT_TASKS}.isdisjoint(shipped | set(SPECS))
+
+    def check(task: TaskSpec) -> tuple[str, list[int]]:
+        build_groups.check_spec(task)
+        tree = tmp_path / task.name
+        build_groups.write_tree(tree, task.files)
+        build_groups.write_tree(tree, {f".grade/privileged/{p}": c for p, c in task.hidden.items()})
+        codes = [run_pytest(tree, "tests"), run_pytest(tree, ".grade/privileged/tests")]
+        build_groups.write_tree(tree, build_groups.gold_tree(task))
+        codes += [run_pytest(tree, "tests"), run_pytest(tree, ".grade/privileged/tests")]
+        return task.name, codes
+
+    assert dict(parallel(check, HELDOUT_TASKS)) == {t.name: [1, 1, 0, 0] for t in HELDOUT_TASKS}

@@ -43,7 +43,7 @@ from group_grade.transcript import own_text, transcript_turns
 from group_grade.verdict import Evidence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from groups_src import TASKS
+from groups_src import HELDOUT_TASKS, TASKS
 from groups_src.spec import PYTEST, CandidateSpec, Edit, Hack, Step, TaskSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -478,16 +478,17 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="NAME",
-        help="build only this task (repeatable; needs --out, since the shipped folder holds "
-        "every task)",
+        help="build only this task, shipped or held out (repeatable; needs --out, since the "
+        "shipped folder holds every shipped task)",
     )
     args = parser.parse_args(argv)
-    names = {task.name for task in TASKS}
+    known = TASKS + HELDOUT_TASKS
+    names = {task.name for task in known}
     if unknown := sorted(set(args.task) - names):
         parser.error(f"unknown task {', '.join(unknown)} (tasks: {', '.join(sorted(names))})")
     if args.task and args.out == DEFAULT_OUT:
         parser.error("--task needs --out: the shipped folder holds every task")
-    tasks = tuple(task for task in TASKS if not args.task or task.name in args.task)
+    tasks = tuple(task for task in known if task.name in args.task) if args.task else TASKS
     with tempfile.TemporaryDirectory(prefix="gg-groups-") as tmp:
         fresh = Path(tmp)
         build(fresh, tasks)
