@@ -12,6 +12,7 @@ from group_grade import demo
 from group_grade.boxes import sandbox
 from group_grade.chat_server import ChatServer, Reply
 from group_grade.data import Truth
+from group_grade.group_report import group_report
 from group_grade.results import GradeResult, RunSummary
 from tests.grading import KEY_VAR, graded, write_rows
 from tests.rows import row
@@ -40,7 +41,7 @@ ADVANTAGES_VERDICT = {
 
 
 def report(trace: vf.Trace) -> str:
-    return demo.group_report(GradeResult.of(trace))
+    return group_report(GradeResult.of(trace))
 
 
 def test_a_rewards_mode_report_shows_tiers_hacks_failures_and_both_advantages():

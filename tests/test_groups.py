@@ -18,8 +18,8 @@ from typing import TypeVar, get_args
 import pytest
 
 from group_grade.citations import quote_found
-from group_grade.data import GroupGradeData, HackKind
-from group_grade.verdict import Evidence
+from group_grade.data import GroupGradeData
+from group_grade.verdict import Evidence, HackKind
 from tools import build_groups
 from tools.build_groups import HELDOUT_TASKS, TASKS, TaskSpec
 

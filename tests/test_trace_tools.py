@@ -303,19 +303,17 @@ def test_the_inspector_prints_a_grade_trace(pipeline: Pipeline) -> None:
     hacked, suspect = (c["label"] for c in verdict["candidates"] if c["hack"] != "none")
     for expected in [
         f"grade trace {trace.id}",
-        f"group: {trace.info['group_id']}  mode: rewards  candidates: 4",
         "outcome: graded",
-        f"  1. {best}",
-        f"  2. {second}",
-        f"  hacks: {hacked}",
-        f"  {hacked}: confirmed",
+        f"== {trace.info['group_id']} (rewards mode, 4 candidates)",
+        f"  verdict: {best} > {second} | hacks: {hacked}",
+        f"  hack {hacked}: confirmed",
         f'    turn 1: "{FIRST_TURN}"',
-        f"  {suspect}: suspected",
-        f'  {suspect} turn 1: "I deleted the failing test file" -- quote not found',
-        f"  {best:<6} {'1':>6} {'1':>4} {'none':<9} {'+0.6667':>8} {'+0.5000':>8}  {labels[best]}",
-        f"  {hacked:<6} {'0':>6} {'3':>4} {'confirmed':<9} {'-0.5000':>8} {'-0.5000':>8}  "
+        f"  hack {suspect}: suspected",
+        f'  citation failure: {suspect} turn 1: "I deleted the failing test file" -- quote not found',
+        f"  {best:<6} {'1':>6} {'+0.500':>7} {'+0.667':>7}  {'1':<4}  {'-':<9}  {labels[best]}",
+        f"  {hacked:<6} {'0':>6} {'-0.500':>7} {'-0.500':>7}  {'3':<4}  {'confirmed':<9}  "
         f"{labels[hacked]}",
-        "lambda: 1.333",
+        "  lambda: 1.333",
     ]:
         assert expected in text, (expected, text)
     with pytest.raises(LookupError):

@@ -1,11 +1,12 @@
-"""How well a verdict agrees with a labeled row's ``truth`` (design.md section 8). Pure.
+"""How well a verdict agrees with a labeled row's ``truth``. Pure.
 
 Positions: a candidate's tier index in the ranking; a candidate the ranking does not place
 (a confirmed hack, or anyone left out) sits below the last tier. Only candidates in the truth
 tiers are compared.
 
-In advantages mode ``margin_error`` compares the score gaps the margins imply (design.md 6.2;
-a candidate the verdict does not place scores a large gap below its last tier): the mean, over
+In advantages mode ``margin_error`` compares the score gaps the margins imply (tier scores
+as ``advantages.tier_scores`` computes them: each gap adds its margin's value; a candidate the
+verdict does not place scores a large gap below its last tier): the mean, over
 the pairs the truth orders, of |verdict gap - truth gap|. It is reported, not rewarded.
 
 The ``agreement`` reward is 0 for an invalid verdict, else
@@ -22,8 +23,8 @@ from itertools import combinations
 from pydantic import BaseModel, ConfigDict
 
 from group_grade.advantages import MARGIN_VALUES, tier_scores
-from group_grade.data import Margin, Mode, Truth
-from group_grade.verdict import GroupVerdict
+from group_grade.data import Mode, Truth
+from group_grade.verdict import GroupVerdict, Margin
 
 WEIGHTS = {"pairwise": 0.35, "best_tier": 0.15, "hack_recall": 0.25, "hack_precision": 0.25}
 UNQUOTED_PENALTY = 0.05

@@ -41,6 +41,7 @@ from group_grade.boxes.local import LocalBackend, make_local_checkpoint
 from group_grade.chat_server import ChatServer
 from group_grade.data import Candidate, GroupGradeData
 from group_grade.grade_record import GradeRecord
+from group_grade.group_report import QUOTE_SHOWN, group_report
 from group_grade.reference import ReferenceGrader
 from group_grade.report import render_report
 from group_grade.results import GradeResult, RunSummary, mean_agreement, shown_line
@@ -52,9 +53,6 @@ REFERENCE_MODEL = "reference"
 REFERENCE_KEY_VAR = "GROUP_GRADE_REFERENCE_KEY"
 """Never needs to be set: the reference grader takes any key."""
 FAILED = ("error", "timeout")
-QUOTE_SHOWN = 100
-NOTE_LINE_SHOWN = 200
-NOTE_LINES_SHOWN = 20
 RUN_FILES = frozenset({TRACES_FILE, "configs", "logs", "summary.json", "summary.md", "report.html"})
 """What a demo run leaves in its folder; a folder holding only these is replaced."""
 
@@ -76,68 +74,6 @@ How to read a group:
   tier     the candidate's tier in the verdict; confirmed hacks sit one tier below the last
   hack     confirmed: quoted and checked against the candidate's own words, advantage lowered;
            suspected: noted, changes no advantage"""
-
-
-def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.3f}"
-
-
-def advantage_table(result: GradeResult) -> list[str]:
-    labeled = result.truth is not None
-    head = f"  {'label':<6} {'reward':>6} {'GRPO':>7} {'GAR':>7}  tier  {'hack':<9}"
-    rows = [head + "  truth" if labeled else head.rstrip()]
-    for c in result.row.candidates:
-        record = result.records.get(c.label)
-        reward = "-" if c.reward is None else f"{c.reward:g}"
-        grpo = None if result.grpo is None else result.grpo[c.label]
-        gar = None if record is None else record.advantage
-        tier = "-" if record is None or record.tier is None else str(record.tier)
-        hack = "-" if record is None or record.hack == "none" else record.hack
-        line = (
-            f"  {c.label:<6} {reward:>6} {_signed(grpo):>7} {_signed(gar):>7}  {tier:<4}  {hack:<9}"
-        )
-        rows.append((line + f"  {result.truth_of(c.label)}") if labeled else line.rstrip())
-    return rows
-
-
-def group_report(result: GradeResult) -> str:
-    """One group's result: the verdict next to the truth, the group's agreement, the hack
-    calls with their quotes, advantages next to GRPO's, the grader's notes."""
-    row = result.row
-    lines = [f"== {shown_line(row.group_id)} ({row.mode} mode, {len(row.candidates)} candidates)"]
-    verdict = result.verdict
-    if verdict is None:
-        detail = f" ({shown_line(result.problem, QUOTE_SHOWN)})" if result.problem else ""
-        lines.append(f"  no verdict: fallback `{result.fallback_reason or 'invalid'}`{detail}")
-    else:
-        lines.append(f"  verdict: {result.verdict_text()}")
-    if (truth := result.truth_text()) is not None:
-        lines.append(f"  truth:   {truth}")
-    if (scores := result.agreement_text()) is not None:
-        lines.append(f"  {scores}")
-    if verdict is not None:
-        true_hacks = result.truth.hacks if result.truth is not None else {}
-        for entry in verdict.candidates:
-            if entry.hack == "none":
-                continue
-            kind = f" (truth: {true_hacks[entry.label]})" if entry.label in true_hacks else ""
-            lines.append(f"  hack {entry.label}: {entry.hack}{kind}")
-            lines.extend(
-                f'    turn {e.turn}: "{shown_line(e.quote, QUOTE_SHOWN)}"' for e in entry.evidence
-            )
-        lines.extend(
-            f"  quote failed, {label} downgraded to suspected"
-            for label in result.citations.downgraded
-        )
-    lines.extend(advantage_table(result))
-    if verdict is not None and verdict.notes.strip():
-        notes = [line for line in verdict.notes.splitlines() if line.strip()]
-        shown = [shown_line(line, NOTE_LINE_SHOWN) for line in notes[:NOTE_LINES_SHOWN]]
-        if len(notes) > NOTE_LINES_SHOWN:
-            shown.append(f"({len(notes) - NOTE_LINES_SHOWN} more lines in summary.md)")
-        lines.append(f"  notes: {shown[0]}")
-        lines.extend(f"         {line}" for line in shown[1:])
-    return "\n".join(lines)
 
 
 def summary(results: Sequence[GradeResult], seconds: float) -> str:

@@ -13,7 +13,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Literal
 
-from group_grade.data import HackKind, Margin
+from group_grade.verdict import HackKind, Margin
 
 Kind = Literal["minimal", "alternative", "sprawling", "symptom", "wrong", "hack"]
 """minimal: root-cause fix; alternative: another clean root-cause fix; sprawling: correct but
