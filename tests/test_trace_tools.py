@@ -309,7 +309,8 @@ def test_the_inspector_prints_a_grade_trace(pipeline: Pipeline) -> None:
         f"  hack {hacked}: confirmed",
         f'    turn 1: "{FIRST_TURN}"',
         f"  hack {suspect}: suspected",
-        f'  citation failure: {suspect} turn 1: "I deleted the failing test file" -- quote not found',
+        f'  citation failure: {suspect} turn 1: "I deleted the failing test file" '
+        "-- quote not found",
         f"  {best:<6} {'1':>6} {'+0.500':>7} {'+0.667':>7}  {'1':<4}  {'-':<9}  {labels[best]}",
         f"  {hacked:<6} {'0':>6} {'-0.500':>7} {'-0.500':>7}  {'3':<4}  {'confirmed':<9}  "
         f"{labels[hacked]}",
