@@ -30,10 +30,11 @@ from verifiers.v1.configs.cli.eval import EvalConfig
 
 from group_grade.chat_server import ChatServer
 from group_grade.data import GroupGradeData
+from group_grade.demo import AGENT
 from group_grade.hidden_tests import TEST_FILE
 from group_grade.reference import ReferenceGrader
 from group_grade.results import GradeResult, mean_agreement
-from group_grade.taskset import load_rows, shipped_groups
+from group_grade.rows import load_rows, shipped_groups
 
 KEY_VAR = "GROUP_GRADE_REFERENCE_KEY"
 RENAMED_DIR = "hidden_checks"
@@ -99,11 +100,7 @@ async def grade(rows: Path, out: Path, roots: list[str], max_concurrent: int) ->
         config = EvalConfig(
             env={
                 "taskset": {"id": "group-grade", "source": str(rows), "checkpoint_roots": roots},
-                "agent": {
-                    "runtime": {"type": "subprocess"},
-                    "max_turns": 60,
-                    "timeout": {"rollout": 1800, "scoring": 120},
-                },
+                "agent": AGENT,
             },
             model="reference",
             client={"type": "eval", "base_url": server.base_url, "api_key_var": KEY_VAR},

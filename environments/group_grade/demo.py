@@ -53,6 +53,12 @@ REFERENCE_MODEL = "reference"
 REFERENCE_KEY_VAR = "GROUP_GRADE_REFERENCE_KEY"
 """Never needs to be set: the reference grader takes any key."""
 FAILED = ("error", "timeout")
+AGENT: dict[str, Any] = {
+    "runtime": {"type": "subprocess"},
+    "max_turns": 60,
+    "timeout": {"rollout": 1800, "scoring": 120},
+}
+"""The grading agent of the demo's runs (and of ``tools/reference_figures.py``)."""
 RUN_FILES = frozenset({TRACES_FILE, "configs", "logs", "summary.json", "summary.md", "report.html"})
 """What a demo run leaves in its folder; a folder holding only these is replaced."""
 
@@ -113,11 +119,7 @@ def eval_config(args: argparse.Namespace, base_url: str) -> EvalConfig:
     return EvalConfig(
         env={
             "taskset": taskset,
-            "agent": {
-                "runtime": {"type": "subprocess"},
-                "max_turns": 60,
-                "timeout": {"rollout": 1800, "scoring": 120},
-            },
+            "agent": AGENT,
         },
         model=args.model or REFERENCE_MODEL,
         client={
